@@ -1,0 +1,129 @@
+"""3D parallelism: tensor (t) × pipeline (p) × data (d) parallel GPUs.
+
+Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
+Using Megatron-LM" (PTD-P), Sec. 3: n = t·p·d GPUs, tensor parallelism inside a node,
+pipeline stages across nodes, data parallelism on top; with global batch B and
+micro-batch b each pipeline runs m = B/(d·b) micro-batches (Sec. 3.2), bubble
+(p−1)/(m+p−1) of the step (Sec. 2.2.1). Optionally ZeRO over the data-parallel group
+(Rajbhandari et al. 2019, Sec. 5) on each GPU's 1/(t·p) share of the model.
+Seed 000, step 6 defaults: 8 TP × 4 PP × 8 DP with ZeRO-1, Llama 2 7B, 2T tokens.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._check import (
+    MAX_BATCH,
+    MAX_FLOPS_PER_S,
+    MAX_GPUS,
+    MAX_PARAMS,
+    MAX_TOKENS,
+    check_choice,
+    check_int,
+    check_real,
+)
+from .compute import FLOPS_PER_PARAM_PER_TOKEN
+from .data_parallel import GLOBAL_BATCH_SEQS
+from .hardware import GPUS, GPUS_PER_NODE
+from .pipeline import _bubble_fraction
+from .zero import STAGES, state_per_gpu_bytes as _zero_state
+
+__all__ = [
+    "bubble",
+    "gpus",
+    "microbatches_per_pipeline",
+    "nodes",
+    "state_per_gpu_bytes",
+    "train_seconds",
+]
+
+_FLOPS = GPUS["illustrative"].flops_per_s  # 150e12, seed 000 (illustrative)
+
+
+def _tpd(tp: int, pp: int, dp: int) -> tuple[int, int, int]:
+    t = check_int("tp", tp, 1, MAX_GPUS)
+    p = check_int("pp", pp, 1, MAX_GPUS)
+    d = check_int("dp", dp, 1, MAX_GPUS)
+    if t * p * d > MAX_GPUS:
+        raise ValueError(
+            f"tp × pp × dp must be at most {MAX_GPUS} GPUs, got {t} × {p} × {d} = {t * p * d}"
+        )
+    return t, p, d
+
+
+def gpus(tp: int, pp: int, dp: int) -> int:
+    """n = t · p · d (Narayanan et al. 2021, Sec. 3). 8 × 4 × 8 = 256."""
+    t, p, d = _tpd(tp, pp, dp)
+    return t * p * d
+
+
+def nodes(tp: int, pp: int, dp: int, gpus_per_node: int = GPUS_PER_NODE) -> int:
+    """Servers needed: ceil(n / GPUs per node), 8 GPUs per node by default.
+    256 GPUs: 32 nodes."""
+    g = check_int("gpus_per_node", gpus_per_node, 1, 1024)
+    return math.ceil(gpus(tp, pp, dp) / g)
+
+
+def state_per_gpu_bytes(
+    params: float, tp: int, pp: int, dp: int, zero_stage: int = 0
+) -> float:
+    """Training state per GPU. Each GPU holds Ψ/(t·p) parameters; without ZeRO that is
+    16Ψ/(t·p) bytes; with ZeRO stage k over the d data-parallel replicas, the ZeRO
+    formula (Rajbhandari et al. 2019, Sec. 5) applied to Ψ/(t·p), e.g. stage 1:
+    (4 + K/d)·Ψ/(t·p). Llama 2 7B, 8 × 4 × 8, ZeRO-1: 1.158e9."""
+    ps = check_real("params", params, 0, MAX_PARAMS)
+    t, p, d = _tpd(tp, pp, dp)
+    k = check_choice("zero_stage", zero_stage, STAGES)
+    return _zero_state(ps / (t * p), d, k)
+
+
+def microbatches_per_pipeline(
+    dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
+) -> float:
+    """m = B / (d · b) (Narayanan et al. 2021, Sec. 3.2). 1,024 / 8 = 128. A real
+    number when d·b does not divide B (the formulas then use it as is)."""
+    d = check_int("dp", dp, 1, MAX_GPUS)
+    b_global = check_int("global_batch", global_batch, 1, MAX_BATCH)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    if d * b > b_global:
+        raise ValueError(
+            f"dp × micro_batch must be at most global_batch ({b_global}), "
+            f"got {d} × {b} = {d * b}"
+        )
+    return b_global / (d * b)
+
+
+def bubble(
+    pp: int, dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
+) -> float:
+    """Pipeline bubble fraction (p−1)/(m+p−1) with m = B/(d·b) (Narayanan et al. 2021,
+    Sec. 2.2.1 and 3.2). p = 4, d = 8: 3/131 = 0.0229."""
+    p = check_int("pp", pp, 1, MAX_GPUS)
+    m = microbatches_per_pipeline(dp, global_batch, micro_batch)
+    return _bubble_fraction(p, m)
+
+
+def train_seconds(
+    params: float,
+    tokens: float,
+    tp: int,
+    pp: int,
+    dp: int,
+    flops_per_gpu: float = _FLOPS,
+    global_batch: int = GLOBAL_BATCH_SEQS,
+    micro_batch: int = 1,
+) -> float:
+    """Training time with the bubble, without communication:
+
+        T = 6·N·D / (n · F) / (1 − bubble)
+
+    (Kaplan et al. 2020 Sec. 2.1; bubble from ``bubble``). Llama 2 7B, 2T tokens,
+    8 × 4 × 8 at 150 TFLOP/s: 2.156e6 s (24.9 days).
+    """
+    ps = check_real("params", params, 0, MAX_PARAMS)
+    dt = check_real("tokens", tokens, 0, MAX_TOKENS)
+    f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
+    n = gpus(tp, pp, dp)
+    idle = bubble(pp, dp, global_batch, micro_batch)
+    return FLOPS_PER_PARAM_PER_TOKEN * ps * dt / (n * f) / (1.0 - idle)

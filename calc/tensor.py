@@ -1,0 +1,121 @@
+"""Tensor parallelism, Megatron-LM style.
+
+Shoeybi et al. 2019, "Megatron-LM: Training Multi-Billion Parameter Language Models
+Using Model Parallelism", Sec. 3 and Fig. 3-4: the first MLP matrix is split by
+columns (each GPU applies the nonlinearity to its own slice), the second by rows
+(each GPU produces a partial sum); attention is split by heads the same way. Per
+layer that costs two all-reduces of the s·b·h activations in the forward pass
+(after attention, after the MLP) and two in the backward pass (Fig. 4, operators
+f and g). Each GPU holds 1/t of the layer's weights and of the training state.
+"""
+
+from __future__ import annotations
+
+from ._check import (
+    MAX_BATCH,
+    MAX_BYTES,
+    MAX_BYTES_PER_S,
+    MAX_FLOPS_PER_S,
+    MAX_GPUS,
+    MAX_HIDDEN,
+    MAX_PARAMS,
+    MAX_SEQ_LEN,
+    check_int,
+    check_real,
+)
+from .collectives import bus_factor
+from .compute import FLOPS_PER_PARAM_PER_TOKEN
+from .hardware import GPUS, LINKS
+from .memory import STATE_BYTES
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "ALL_REDUCES_PER_LAYER",
+    "comm_over_compute",
+    "comm_seconds",
+    "compute_seconds_per_layer",
+    "sent_per_gpu_layer_bytes",
+    "state_per_gpu_bytes",
+    "weights_per_gpu_layer",
+]
+
+ALL_REDUCES_PER_LAYER = 4  # Shoeybi et al. 2019, Sec. 3 / Fig. 4: 2 forward + 2 backward
+ACTIVATION_BYTES = 2  # fp16/bf16 activations
+_FLOPS = GPUS["illustrative"].flops_per_s  # 150e12, seed 000 (illustrative)
+_NVLINK = LINKS["nvlink"].bytes_per_s  # 450e9, seed 000
+
+
+def _tp(tp: int) -> int:
+    return check_int("tp", tp, 1, MAX_GPUS)
+
+
+def weights_per_gpu_layer(layer_params: float, tp: int) -> float:
+    """Parameters of one layer on each GPU: layer params / t (Shoeybi et al. 2019,
+    Sec. 3; norms, replicated in practice, are counted as split). Llama 2 7B,
+    t = 4: 202,383,360 / 4 = 50.60e6."""
+    p = check_real("layer_params", layer_params, 0, MAX_PARAMS)
+    return p / _tp(tp)
+
+
+def state_per_gpu_bytes(params: float, tp: int) -> float:
+    """Training state per GPU: 16Ψ / t (ZeRO Sec. 3.1 bytes, split t ways).
+    Llama 2 7B, t = 4: 26.95e9."""
+    p = check_real("params", params, 0, MAX_PARAMS)
+    return STATE_BYTES * p / _tp(tp)
+
+
+def sent_per_gpu_layer_bytes(
+    seq_len: int, hidden: int, tp: int, micro_batch: int = 1
+) -> float:
+    """Bytes each GPU sends per layer, forward and backward, for b sequences:
+
+        4 all-reduces × 2(t−1)/t × s·b·h × 2 bytes
+
+    (Shoeybi et al. 2019 Fig. 4; ring cost from nccl-tests PERFORMANCE.md).
+    Llama 2 7B (s = h = 4096), t = 4, b = 1: 201.3e6.
+    """
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    message = float(s) * b * h * ACTIVATION_BYTES
+    return ALL_REDUCES_PER_LAYER * bus_factor("all_reduce", _tp(tp)) * message
+
+
+def comm_seconds(sent_bytes: float, bytes_per_s: float = _NVLINK) -> float:
+    """Communication time: bytes / link bandwidth (no overlap, no latency).
+    201.3e6 bytes over NVLink at 450e9 B/s: 4.474e-4 s."""
+    b = check_real("sent_bytes", sent_bytes, 0, MAX_BYTES)
+    bw = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
+    return b / bw
+
+
+def compute_seconds_per_layer(
+    layer_params: float,
+    tp: int,
+    seq_len: int,
+    flops_per_gpu: float = _FLOPS,
+    micro_batch: int = 1,
+) -> float:
+    """Forward + backward compute of one layer on one GPU for b sequences:
+    6 · (layer params / t) · s · b / F (Kaplan et al. 2020 Sec. 2.1, split t ways).
+    Llama 2 7B, t = 4, s = 4096, 150 TFLOP/s: 8.289e-3 s."""
+    w = weights_per_gpu_layer(layer_params, tp)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
+    return FLOPS_PER_PARAM_PER_TOKEN * w * s * b / f
+
+
+def comm_over_compute(
+    layer_params: float,
+    seq_len: int,
+    hidden: int,
+    tp: int,
+    bytes_per_s: float = _NVLINK,
+    flops_per_gpu: float = _FLOPS,
+) -> float:
+    """Ratio of a layer's all-reduce time to its compute time on one GPU (the
+    micro-batch size cancels). Llama 2 7B, t = 4, NVLink: 0.054; 0 for t = 1."""
+    comm = comm_seconds(sent_per_gpu_layer_bytes(seq_len, hidden, tp), bytes_per_s)
+    compute = compute_seconds_per_layer(layer_params, tp, seq_len, flops_per_gpu)
+    return comm / compute if compute > 0 else 0.0

@@ -1,0 +1,180 @@
+"""Chapter 1 in Chromium: the live `why` widget shows exactly what native Python computes.
+
+Every wait is on the DOM contract (`data-status`, `data-revision`), never on a sleep.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from widgets import why
+from widgets.core import render_output
+from widgets.native import locale
+from widgets.spec import canonical, edge_states, random_states
+
+CHAPTER = {"id": "why-distributed-training/", "zh": "zh/why-distributed-training/"}
+ROOT = '[data-widget="why"]'
+BOOT_MS = 90_000
+
+
+def revision(page: Any) -> int:
+    return int(page.get_attribute(ROOT, "data-revision"))
+
+
+def wait_revision_above(page: Any, previous: int, timeout: int = 30_000) -> None:
+    page.wait_for_function(
+        "([sel, r]) => Number(document.querySelector(sel).dataset.revision) > r",
+        arg=[ROOT, previous], timeout=timeout,
+    )
+
+
+def open_live(page: Any, url: str) -> None:
+    page.goto(url)
+    page.locator(ROOT).scroll_into_view_if_needed()
+    page.wait_for_selector(f'{ROOT}[data-status="ready"]', timeout=BOOT_MS)
+    wait_revision_above(page, 0, BOOT_MS)
+
+
+def normalized(page: Any, html: str) -> str:
+    """HTML as this browser serializes it, to compare with a live innerHTML."""
+    return page.evaluate("(h) => { const t = document.createElement('template'); t.innerHTML = h; return t.innerHTML; }", html)
+
+
+def shown_values(page: Any) -> dict[str, str]:
+    return page.evaluate(
+        "(sel) => Object.fromEntries(Array.from(document.querySelectorAll(sel + ' [data-out]')).map(e => [e.dataset.out, e.dataset.value]))",
+        ROOT,
+    )
+
+
+def set_control(page: Any, name: str, value: str) -> None:
+    """Move one control as a reader would and wait for the live update."""
+    before = revision(page)
+    control = page.locator(f'{ROOT} [name="{name}"]')
+    if control.evaluate("e => e.tagName") == "SELECT":
+        if control.input_value() == value:
+            return
+        control.select_option(value)
+    else:
+        if control.input_value() == value:
+            return
+        control.fill(value)
+    wait_revision_above(page, before)
+
+
+def assert_matches_native(page: Any, state: dict[str, str], lang: str) -> None:
+    out = render_output("why", state, locale(lang))
+    assert out.ok
+    expected = {k: v for k, v in re.findall(r'data-out="(\w+)" data-value="([^"]+)"', out.html)}
+    assert shown_values(page) == expected, f"data-value differs from native for {state}"
+    live = page.inner_html(f'{ROOT} [data-region="output"]')
+    assert live == normalized(page, out.html), f"live HTML differs from native for {state}"
+    for name, text in out.labels.items():
+        label = page.locator(f'{ROOT} output[data-label="{name}"]')
+        if label.count():
+            assert label.inner_text() == text
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_live_widget_equals_native_python_for_every_control(page: Any, site_url: str, lang: str) -> None:
+    open_live(page, site_url + CHAPTER[lang])
+    prerendered = page.evaluate(
+        """async (sel) => {
+            const html = await (await fetch(location.href)).text();
+            const doc = new DOMParser().parseFromString(html, 'text/html');
+            return doc.querySelector(sel + ' [data-region="output"]').innerHTML;
+        }""",
+        ROOT,
+    )
+    assert page.inner_html(f'{ROOT} [data-region="output"]') == prerendered
+    assert_matches_native(page, canonical(why.CONTROLS, dict(next(edge_states(why.CONTROLS)))), lang)
+    states = [*edge_states(why.CONTROLS), *random_states(why.CONTROLS, 4, seed=11)]
+    for state in states:
+        wanted = canonical(why.CONTROLS, state)
+        for name, value in wanted.items():
+            set_control(page, name, value)
+        assert_matches_native(page, wanted, lang)
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str) -> None:
+    open_live(page, site_url + CHAPTER[lang])
+    set_control(page, "model", "llama2-13b")
+    set_control(page, "tokens", "1000000000000")
+    fragment = unquote(page.evaluate("location.hash"))
+    assert "why.model=llama2-13b" in fragment and "why.tokens=1000000000000" in fragment
+    switch = page.locator("a.md-select__link[hreflang]").evaluate_all("links => links.map(a => a.href)")
+    assert all("why.model=llama2-13b" in unquote(href) for href in switch)
+    second = page.context.new_page()
+    open_live(second, site_url + CHAPTER[lang] + fragment)
+    assert second.locator(f'{ROOT} [name="model"]').input_value() == "llama2-13b"
+    assert second.locator(f'{ROOT} [name="tokens"]').input_value() == "1000000000000"
+    assert_matches_native(second, {"tokens": "1000000000000", "model": "llama2-13b"}, lang)
+
+
+@pytest.mark.parametrize(
+    ("lang", "fragment", "message"),
+    [
+        ("id", "#why.tokens=abc", "Token training harus berupa angka, bukan “abc”."),
+        ("zh", "#why.tokens=1", "训练 token 数 必须在 500 亿 到 2 万亿 之间，而不是 1。"),
+        ("id", "#why.model=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E", "Model harus salah satu dari"),
+    ],
+)
+def test_a_tampered_url_shows_a_localized_error_and_the_widget_recovers(
+    page: Any, site_url: str, lang: str, fragment: str, message: str
+) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    open_live(page, site_url + CHAPTER[lang] + fragment)
+    error = page.locator(f'{ROOT} [data-region="output"] .w-error')
+    assert message in error.inner_text()
+    assert page.locator(f'{ROOT} [data-region="output"] img').count() == 0
+    assert page.get_attribute(ROOT, "data-status") == "ready"
+    set_control(page, "model", "llama2-70b")
+    assert_matches_native(page, canonical(why.CONTROLS, {**{c.name: c.default for c in why.CONTROLS}, "model": "llama2-70b"}), lang)
+    assert dialogs == []
+
+
+def test_when_pyodide_cannot_load_the_prerendered_page_stays_readable(page: Any, site_url: str) -> None:
+    # A failed wasm fetch leaves loadPyodide() pending forever (PITFALLS.md); the boot
+    # timeout must turn that into an error. The page's timeout is cut to 3 s here.
+    def short_timeout(route: Any) -> None:
+        body = route.fetch().text().replace('"bootTimeoutMs": 30000', '"bootTimeoutMs": 3000')
+        route.fulfill(body=body, content_type="text/html; charset=utf-8")
+
+    page.route("**/why-distributed-training/", short_timeout)
+    page.route("**/pyodide.asm.wasm", lambda route: route.abort())
+    page.goto(site_url + CHAPTER["id"])
+    page.locator(ROOT).scroll_into_view_if_needed()
+    page.wait_for_selector(f'{ROOT}[data-status="error"]', timeout=BOOT_MS)
+    status = page.inner_text(f'{ROOT} [data-region="status"]')
+    assert status.startswith("Mode interaktif tidak bisa dimuat (waktu habis)")
+    assert "107,8 GB" in page.inner_text(f'{ROOT} [data-region="output"]')
+
+
+def test_without_javascript_the_chapter_is_complete(browser: Any, site_url: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(site_url + CHAPTER["zh"])
+        text = page.inner_text(ROOT)
+        for value in ("107.8 GB", "8.1 × 10²² FLOP", "17.1 年"):
+            assert value in text
+        assert page.get_attribute(ROOT, "data-status") == "static"
+    finally:
+        context.close()
+
+
+def test_chinese_search_finds_chinese_pages(page: Any, site_url: str) -> None:
+    page.goto(site_url + CHAPTER["zh"])
+    box = page.locator("input.md-search__input")
+    box.click()
+    box.fill("显存")
+    box.press("End")
+    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    hrefs = page.locator(".md-search-result__item a").evaluate_all("links => links.map(a => a.href)")
+    assert any("/zh/" in href for href in hrefs)

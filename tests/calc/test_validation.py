@@ -1,0 +1,170 @@
+"""Every public function rejects bad arguments with a ValueError that names the
+argument (STYLE.md §5: validation at the edge, with actionable messages)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from calc import (
+    activations,
+    collectives,
+    compute,
+    data_parallel,
+    hardware,
+    memory,
+    models,
+    parallel3d,
+    pipeline,
+    tensor,
+    zero,
+)
+
+P = 6.7e9
+# function -> valid keyword arguments (numbers are checked with NaN, inf, bool, str,
+# −1 and 1e40; strings and bools with a wrong value of the wrong type)
+CALLS: dict[Callable[..., Any], dict[str, Any]] = {
+    models.megatron_param_count: dict(layers=96, hidden=12288, vocab=51200, seq_len=2048),
+    models.megatron_flops_per_iteration: dict(
+        batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200, recompute=True
+    ),
+    models.get_model: dict(model="llama2-7b"),
+    hardware.get_gpu: dict(gpu="h100-sxm"),
+    hardware.get_link: dict(link="nvlink"),
+    memory.training_state: dict(params=P),
+    memory.training_state_bytes: dict(params=P),
+    memory.weight_bytes: dict(params=P, bits=4),
+    compute.training_flops: dict(params=P, tokens=2e12),
+    compute.training_seconds: dict(flops=8e22, gpus=64, flops_per_gpu=150e12),
+    compute.megatron_training_seconds: dict(params=P, tokens=2e12, gpus=64, flops_per_gpu=150e12),
+    activations.activation_bytes_per_layer: dict(
+        seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=2, sequence_parallel=True, recompute="none"
+    ),
+    activations.activation_bytes: dict(
+        seq_len=4096, micro_batch=1, hidden=4096, heads=32, layers=32, tp=2, sequence_parallel=False,
+        recompute="selective",
+    ),
+    collectives.bus_factor: dict(op="all_reduce", ranks=8),
+    collectives.ring_bytes_per_rank: dict(op="all_gather", size_bytes=1e9, ranks=8),
+    collectives.ring_all_reduce_bytes_per_rank: dict(size_bytes=1e9, ranks=8),
+    collectives.transfer_seconds: dict(size_bytes=1e9, bytes_per_s=50e9),
+    collectives.algbw: dict(size_bytes=1e9, time_s=0.01),
+    collectives.busbw: dict(op="reduce_scatter", ranks=8, size_bytes=1e9, time_s=0.01),
+    collectives.chunk_bounds: dict(length=16, chunks=4),
+    collectives.broadcast: dict(data=[[1, 2], [3, 4]], root=1),
+    collectives.scatter: dict(data=[[1, 2], [3, 4]], root=0),
+    collectives.gather: dict(data=[[1, 2], [3, 4]], root=0),
+    collectives.reduce: dict(data=[[1, 2], [3, 4]], root=0),
+    collectives.run: dict(op="reduce", data=[[1, 2], [3, 4]], root=0),
+    data_parallel.state_per_gpu_bytes: dict(params=P),
+    data_parallel.seqs_per_gpu: dict(gpus=8, global_batch=1024),
+    data_parallel.tokens_per_step: dict(global_batch=1024, seq_len=4096),
+    data_parallel.compute_seconds: dict(
+        params=P, gpus=8, flops_per_gpu=150e12, global_batch=1024, seq_len=4096
+    ),
+    data_parallel.gradient_bytes: dict(params=P),
+    data_parallel.sent_per_gpu_bytes: dict(params=P, gpus=8),
+    data_parallel.comm_seconds: dict(params=P, gpus=8, bytes_per_s=50e9),
+    zero.state_per_gpu: dict(params=P, gpus=8, stage=1),
+    zero.state_per_gpu_bytes: dict(params=P, gpus=8, stage=2),
+    zero.reduction: dict(gpus=8, stage=3),
+    zero.sent_per_gpu_elements: dict(params=P, gpus=8, stage=3),
+    zero.sent_per_gpu_bytes: dict(params=P, gpus=8, stage=0),
+    zero.comm_over_dp: dict(stage=3),
+    zero.fits: dict(params=P, gpus=8, stage=1, memory_bytes=80e9),
+    tensor.weights_per_gpu_layer: dict(layer_params=2e8, tp=4),
+    tensor.state_per_gpu_bytes: dict(params=P, tp=4),
+    tensor.sent_per_gpu_layer_bytes: dict(seq_len=4096, hidden=4096, tp=4, micro_batch=1),
+    tensor.comm_seconds: dict(sent_bytes=2e8, bytes_per_s=450e9),
+    tensor.compute_seconds_per_layer: dict(
+        layer_params=2e8, tp=4, seq_len=4096, flops_per_gpu=150e12, micro_batch=1
+    ),
+    tensor.comm_over_compute: dict(
+        layer_params=2e8, seq_len=4096, hidden=4096, tp=4, bytes_per_s=450e9, flops_per_gpu=150e12
+    ),
+    pipeline.bubble_fraction: dict(stages=4, microbatches=4, chunks=1),
+    pipeline.bubble_over_ideal: dict(stages=4, microbatches=4, chunks=2),
+    pipeline.busy_units: dict(microbatches=4, fwd=1, bwd=2),
+    pipeline.total_units: dict(stages=4, microbatches=4, fwd=1, bwd=2),
+    pipeline.layers_per_stage: dict(layers=32, stages=4),
+    pipeline.stage_layers: dict(layers=32, stages=4),
+    pipeline.state_per_gpu_bytes: dict(params=P, stages=4),
+    pipeline.activation_transfer_bytes: dict(seq_len=4096, hidden=4096, micro_batch=1),
+    pipeline.in_flight_microbatches: dict(stages=4, microbatches=8, schedule="1f1b"),
+    pipeline.simulate_schedule: dict(
+        stages=4, microbatches=4, schedule="interleaved", chunks=2, fwd=1, bwd=2
+    ),
+    parallel3d.gpus: dict(tp=8, pp=4, dp=8),
+    parallel3d.nodes: dict(tp=8, pp=4, dp=8, gpus_per_node=8),
+    parallel3d.state_per_gpu_bytes: dict(params=P, tp=8, pp=4, dp=8, zero_stage=1),
+    parallel3d.microbatches_per_pipeline: dict(dp=8, global_batch=1024, micro_batch=1),
+    parallel3d.bubble: dict(pp=4, dp=8, global_batch=1024, micro_batch=1),
+    parallel3d.train_seconds: dict(
+        params=P, tokens=2e12, tp=8, pp=4, dp=8, flops_per_gpu=150e12, global_batch=1024, micro_batch=1
+    ),
+}
+
+NUMBER_BAD = [math.nan, math.inf, True, "8", None, -1, 1e40]
+TEXT_BAD = ["no-such-choice", 1, True, None]
+BOOL_BAD = ["yes", 1, 0, None]
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return f"{fn.__module__.split('.')[-1]}.{fn.__name__}"
+
+
+CASES = []
+for fn, kwargs in CALLS.items():
+    for arg, good in kwargs.items():
+        if arg == "data":
+            continue
+        if isinstance(good, bool):
+            bads = BOOL_BAD
+        elif isinstance(good, str):
+            bads = TEXT_BAD
+        else:
+            bads = NUMBER_BAD
+        for bad in bads:
+            CASES.append(pytest.param(fn, kwargs, arg, bad, id=f"{_name(fn)}-{arg}={bad!r}"))
+
+
+@pytest.mark.parametrize(("fn", "kwargs"), [pytest.param(f, k, id=_name(f)) for f, k in CALLS.items()])
+def test_valid_arguments_are_accepted(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    fn(**kwargs)
+
+
+@pytest.mark.parametrize(("fn", "kwargs", "arg", "bad"), CASES)
+def test_bad_argument_is_named_in_the_error(
+    fn: Callable[..., Any], kwargs: dict[str, Any], arg: str, bad: object
+) -> None:
+    """E.g. "gpus must be an integer from 1 to 65536, got 0"."""
+    with pytest.raises(ValueError) as info:
+        fn(**{**kwargs, arg: bad})
+    assert str(info.value).startswith(f"{arg} must be"), str(info.value)
+
+
+def test_every_public_function_is_covered() -> None:
+    """Each public function of calc that takes arguments is in the table above (or has
+    its own rejection test: model objects, per-rank vectors, schedule events)."""
+    own_tests = {
+        "models.param_count",
+        "models.layer_param_count",
+        "collectives.all_gather",
+        "collectives.reduce_scatter",
+        "collectives.all_reduce",
+        "collectives.all_to_all",
+        "collectives.ring_all_reduce_steps",
+        "pipeline.summarize_schedule",
+    }
+    covered = {_name(f) for f in CALLS}
+    modules = (activations, collectives, compute, data_parallel, hardware, memory, models,
+               parallel3d, pipeline, tensor, zero)
+    for module in modules:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj) and not isinstance(obj, type):
+                qualified = f"{module.__name__.split('.')[-1]}.{name}"
+                assert qualified in covered | own_tests, qualified

@@ -1,0 +1,210 @@
+// The page side of the live widgets: a thin bridge, no numbers and no strings of its own.
+// It reads control values, posts {id, widget, state, lang} to one module Worker per page,
+// and swaps in the HTML that Python returns. Settings come from the JSON block that the
+// MkDocs plugin writes (#widgets-config); the DOM contract is in DESIGN.md.
+
+const config = JSON.parse(document.getElementById("widgets-config").textContent);
+const roots = Array.from(document.querySelectorAll("[data-widget]"));
+const byName = new Map(roots.map((root) => [root.dataset.widget, root]));
+const inflight = new Map(); // widget name -> {id, state}
+const queued = new Map(); // widget name -> latest state not yet sent
+const latest = new Map(); // widget name -> JSON of the last state requested
+const fromUrl = new Set(); // widgets whose request came from the URL fragment
+let worker = null;
+let booting = null;
+let nextId = 1;
+
+const region = (root, name) => root.querySelector(`[data-region="${name}"]`);
+
+function setStatus(root, status, message = "") {
+  root.dataset.status = status;
+  const line = region(root, "status");
+  if (line) line.textContent = message;
+}
+
+// The state of a widget as the strings its controls hold (checkbox: 1 or 0).
+function readState(root) {
+  const state = {};
+  for (const el of root.querySelectorAll("input[name], select[name]")) {
+    if (el.type === "radio") {
+      if (el.checked) state[el.name] = el.value;
+    } else if (el.type === "checkbox") {
+      state[el.name] = el.checked ? "1" : "0";
+    } else {
+      state[el.name] = el.value;
+    }
+  }
+  return state;
+}
+
+function writeState(root, state) {
+  for (const [name, value] of Object.entries(state)) {
+    for (const el of root.querySelectorAll(`[name="${CSS.escape(name)}"]`)) {
+      if (el.type === "radio") el.checked = el.value === value;
+      else if (el.type === "checkbox") el.checked = value === "1";
+      else el.value = value;
+    }
+  }
+}
+
+// URL fragment: `#why.tokens=1000000000000&why.model=llama2-13b`. A plain anchor
+// (no "=") is left alone.
+function parseHash() {
+  const states = new Map();
+  const text = location.hash.slice(1);
+  if (!text.includes("=")) return states;
+  for (const part of text.split("&")) {
+    const eq = part.indexOf("=");
+    const dot = part.indexOf(".");
+    if (eq < 0 || dot < 0 || dot > eq) continue;
+    let key, value;
+    try {
+      key = decodeURIComponent(part.slice(0, eq));
+      value = decodeURIComponent(part.slice(eq + 1));
+    } catch {
+      continue;
+    }
+    const widget = key.slice(0, key.indexOf("."));
+    if (!byName.has(widget)) continue;
+    if (!states.has(widget)) states.set(widget, {});
+    states.get(widget)[key.slice(widget.length + 1)] = value;
+  }
+  return states;
+}
+
+function writeHash(name, state) {
+  const defaults = new URLSearchParams(byName.get(name).dataset.defaults);
+  const keep = location.hash.slice(1).includes("=")
+    ? location.hash.slice(1).split("&").filter((p) => p && !p.startsWith(`${name}.`))
+    : [];
+  for (const [key, value] of Object.entries(state)) {
+    if (defaults.get(key) !== value) keep.push(`${name}.${key}=${encodeURIComponent(value)}`);
+  }
+  const url = keep.length ? `#${keep.join("&")}` : location.pathname + location.search;
+  history.replaceState(history.state, "", url);
+  // The language switcher keeps the reader on the same widget state.
+  for (const link of document.querySelectorAll("a[hreflang]")) {
+    link.href = link.href.split("#")[0] + (keep.length ? `#${keep.join("&")}` : "");
+  }
+}
+
+function send(name, state) {
+  latest.set(name, JSON.stringify(state));
+  if (inflight.has(name)) {
+    queued.set(name, state); // only the newest state matters: coalesce while busy
+    return;
+  }
+  const id = nextId++;
+  inflight.set(name, { id, state });
+  worker.postMessage({ type: "render", id, widget: name, state, lang: config.lang });
+}
+
+function apply(reply) {
+  const entry = Array.from(inflight.entries()).find(([, v]) => v.id === reply.id);
+  if (!entry) return;
+  const [name] = entry;
+  inflight.delete(name);
+  const root = byName.get(name);
+  if (reply.fatal) {
+    setStatus(root, "error", config.strings.error.replace("{reason}", reply.fatal));
+  } else {
+    region(root, "output").innerHTML = reply.html;
+    if (reply.ok) {
+      if (fromUrl.delete(name)) writeState(root, reply.state);
+      for (const [control, text] of Object.entries(reply.labels)) {
+        const out = root.querySelector(`output[data-label="${CSS.escape(control)}"]`);
+        if (out) out.textContent = text;
+      }
+      writeHash(name, reply.state);
+    }
+    root.dataset.revision = String(Number(root.dataset.revision) + 1);
+  }
+  if (queued.has(name)) {
+    const next = queued.get(name);
+    queued.delete(name);
+    send(name, next);
+  }
+}
+
+function boot() {
+  if (booting) return booting;
+  for (const root of roots) setStatus(root, "loading", config.strings.loading);
+  booting = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(config.strings.timeout)), config.bootTimeoutMs);
+    worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+    worker.onmessage = (event) => {
+      const message = event.data;
+      if (message.type === "ready") {
+        clearTimeout(timer);
+        resolve();
+      } else if (message.type === "fatal") {
+        clearTimeout(timer);
+        reject(new Error(message.error));
+      } else if (message.type === "result") {
+        apply(message);
+      }
+    };
+    worker.onerror = (event) => {
+      clearTimeout(timer);
+      reject(new Error(event.message || "worker"));
+    };
+    worker.postMessage({
+      type: "boot",
+      indexURL: new URL("../pyodide/", import.meta.url).href,
+      wheel: new URL(config.wheel, document.baseURI).href,
+      strings: new URL(`../i18n/${config.lang}.json`, import.meta.url).href,
+      lang: config.lang,
+    });
+  });
+  booting.then(
+    () => {
+      const hashStates = parseHash();
+      for (const root of roots) {
+        const name = root.dataset.widget;
+        setStatus(root, "ready");
+        // Re-render what the controls hold now (the browser may have restored a form),
+        // or the state a shared link carries.
+        if (hashStates.has(name)) fromUrl.add(name);
+        send(name, hashStates.get(name) || readState(root));
+      }
+    },
+    (error) => {
+      if (worker) worker.terminate();
+      for (const root of roots) setStatus(root, "error", config.strings.error.replace("{reason}", error.message));
+    },
+  );
+  return booting;
+}
+
+function onInput(event) {
+  const root = event.target.closest("[data-widget]");
+  if (!root) return;
+  boot();
+  if (root.dataset.status !== "ready") return; // the boot sends the current state itself
+  const state = readState(root);
+  const name = root.dataset.widget;
+  if (latest.get(name) === JSON.stringify(state)) return; // input and change both fire
+  send(name, state);
+}
+
+for (const root of roots) {
+  root.addEventListener("input", onInput);
+  root.addEventListener("change", onInput);
+  root.addEventListener("submit", (event) => event.preventDefault());
+  for (const kind of ["pointerdown", "focusin", "keydown"]) root.addEventListener(kind, () => boot(), { once: true });
+}
+
+// Boot when a widget comes into view, or at once when the URL carries a widget state.
+if (parseHash().size > 0) {
+  boot();
+} else if ("IntersectionObserver" in window) {
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) {
+      observer.disconnect();
+      boot();
+    }
+  }, { rootMargin: "200px" });
+  for (const root of roots) observer.observe(root);
+} else {
+  boot();
+}

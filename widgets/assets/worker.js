@@ -1,0 +1,38 @@
+// The module Worker: boots Pyodide from the site itself, installs the project wheel and
+// the page language's strings, then answers {id, widget, state, lang} with Python's HTML.
+// Replies carry the request id so the page can match them (Pyodide's webworker pattern).
+import { loadPyodide } from "../pyodide/pyodide.mjs";
+
+let call = null;
+
+async function boot(message) {
+  const pyodide = await loadPyodide({ indexURL: message.indexURL, stdout: () => {}, stderr: () => {} });
+  await pyodide.loadPackage(message.wheel, { messageCallback: () => {}, errorCallback: () => {} });
+  const response = await fetch(message.strings);
+  if (!response.ok) throw new Error(`${message.strings}: HTTP ${response.status}`);
+  const strings = await response.text();
+  const browser = pyodide.pyimport("widgets.browser");
+  browser.set_strings(message.lang, strings);
+  call = browser.call;
+}
+
+self.onmessage = async (event) => {
+  const message = event.data;
+  if (message.type === "boot") {
+    try {
+      await boot(message);
+      self.postMessage({ type: "ready" });
+    } catch (error) {
+      self.postMessage({ type: "fatal", error: String(error && error.message ? error.message : error) });
+    }
+    return;
+  }
+  if (message.type === "render") {
+    try {
+      const reply = JSON.parse(call(JSON.stringify({ widget: message.widget, state: message.state, lang: message.lang })));
+      self.postMessage({ type: "result", id: message.id, ...reply });
+    } catch (error) {
+      self.postMessage({ type: "result", id: message.id, fatal: String(error && error.message ? error.message : error) });
+    }
+  }
+};

@@ -1,0 +1,113 @@
+"""Small HTML and SVG builders shared by the widget modules (no framework)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable, Mapping
+
+from .locale import Locale, plain_number
+from .spec import Choice, Control, Range, Toggle
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def attrs(**values: Any) -> str:
+    """` a="1" b="x"` from keyword arguments; `_` in a name becomes `-`; None is left out."""
+    parts = []
+    for key, value in values.items():
+        if value is None or value is False:
+            continue
+        name = key.rstrip("_").replace("_", "-")
+        parts.append(f" {name}" if value is True else f' {name}="{esc(value)}"')
+    return "".join(parts)
+
+
+def value_span(key: str, value: float, kind: str, loc: Locale, tag: str = "span", **extra: Any) -> str:
+    """An output element of the DOM contract: data-out, data-value (SI), localized text."""
+    return f"<{tag}{attrs(data_out=key, data_value=plain_number(value), **extra)}>{esc(loc.format(kind, value))}</{tag}>"
+
+
+def stat_cards(cards: Iterable[tuple[str, str, float, str]], loc: Locale) -> str:
+    """Stat cards: (label, key, value, kind) each."""
+    items = "".join(
+        f'<div class="w-stat"><dt>{esc(label)}</dt><dd>{value_span(key, value, kind, loc)}</dd></div>'
+        for label, key, value, kind in cards
+    )
+    return f'<dl class="w-stats">{items}</dl>'
+
+
+def details_table(title: str, rows: Iterable[tuple[str, str, float, str]], loc: Locale) -> str:
+    """Every output as a table: the figure's text alternative and the full list of values."""
+    body = "".join(
+        f"<tr><th scope=\"row\">{esc(label)}</th><td>{value_span(key, value, kind, loc)}</td></tr>"
+        for label, key, value, kind in rows
+    )
+    return f'<details class="w-details"><summary>{esc(title)}</summary><table>{body}</table></details>'
+
+
+def control_label(widget: str, control: Control, loc: Locale) -> str:
+    return loc.t(f"{widget}.controls.{control.name}.label")
+
+
+def option_label(widget: str, control: Choice, value: str, loc: Locale) -> str:
+    if value in control.labels:
+        return control.labels[value]
+    return loc.t(f"{widget}.controls.{control.name}.options.{value}")
+
+
+def control_value_text(widget: str, control: Control, value: Any, loc: Locale) -> str:
+    """The text shown beside a slider (e.g. `2 triliun`), from the control's display kind."""
+    if isinstance(control, Range):
+        return loc.format(control.display, value)
+    if isinstance(control, Choice):
+        return option_label(widget, control, value, loc)
+    return loc.t("units.on") if value else loc.t("units.off")
+
+
+def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str, Any], loc: Locale) -> str:
+    """The form controls, native and labelled, holding `state`."""
+    rows = []
+    for c in controls:
+        label = esc(control_label(widget, c, loc))
+        cid = f"w-{widget}-{c.name}"
+        value = state[c.name]
+        if isinstance(c, Range):
+            field = (
+                f"<input{attrs(type='range', id=cid, name=c.name, min=plain_number(c.lo), max=plain_number(c.hi), step=plain_number(c.step), value=plain_number(value))}>"
+                f"<output{attrs(for_=cid, data_label=c.name)}>{esc(control_value_text(widget, c, value, loc))}</output>"
+            )
+            rows.append(f'<div class="w-control w-range"><label for="{cid}">{label}</label>{field}</div>')
+        elif isinstance(c, Choice) and not c.radio:
+            options = "".join(
+                f"<option{attrs(value=o, selected=o == value)}>{esc(option_label(widget, c, o, loc))}</option>"
+                for o in c.options
+            )
+            rows.append(f'<div class="w-control w-select"><label for="{cid}">{label}</label><select{attrs(id=cid, name=c.name)}>{options}</select></div>')
+        elif isinstance(c, Choice):
+            options = "".join(
+                f"<label><input{attrs(type='radio', name=c.name, value=o, checked=o == value)}> {esc(option_label(widget, c, o, loc))}</label>"
+                for o in c.options
+            )
+            rows.append(f'<fieldset class="w-control w-radio"><legend>{label}</legend>{options}</fieldset>')
+        else:
+            rows.append(
+                f'<div class="w-control w-toggle"><label><input{attrs(type="checkbox", name=c.name, value="1", checked=bool(value))}> {label}</label></div>'
+            )
+    return f'<form class="w-controls" autocomplete="off">{"".join(rows)}</form>'
+
+
+def svg(ident: str, width: int, height: int, body: str, title: str, desc: str) -> str:
+    """An accessible, scalable SVG: role=img, labelled by its title and description."""
+    return (
+        f'<svg class="w-figure" viewBox="0 0 {width} {height}" role="img"'
+        f' aria-labelledby="{ident}-t {ident}-d" xmlns="http://www.w3.org/2000/svg">'
+        f'<title id="{ident}-t">{esc(title)}</title><desc id="{ident}-d">{esc(desc)}</desc>{body}</svg>'
+    )
+
+
+def num(value: float) -> str:
+    """An SVG coordinate: at most 2 decimals, no trailing zeros (stable across Pythons)."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text

@@ -1,0 +1,260 @@
+"""MkDocs plugin: pre-render every widget, compute every number macro, ship the runtime.
+
+* ```` ```widget NAME ```` fences (optionally with `key: value` lines of control
+  overrides) become the widget's complete HTML, rendered natively in the page language.
+* `{{ NAME.OUTPUT key=value ... }}` macros become the formatted output value.
+* After the build, the browser runtime (`assets/widgets/`), the Pyodide core copied from
+  the pinned npm package, the project wheel (a PEP 517 build) and the strings as JSON are
+  written once, at the root of the site, and shared by every language.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import base
+from mkdocs.config import config_options as opt
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, get_plugin_logger
+
+from . import REGISTRY
+from .core import format_value, render_widget
+from .native import locale
+
+log = get_plugin_logger(__name__)
+PROJECT = Path(__file__).resolve().parent.parent
+ASSETS = Path(__file__).resolve().parent / "assets"
+# The Pyodide core files the runtime needs (PITFALLS.md); nothing else from the package.
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]+(?P<name>[\w-]+)[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+MACRO = re.compile(r"\{\{\s*(?P<name>[\w-]+)\.(?P<key>\w+)(?P<args>(?:\s+[\w-]+=[^\s}]+)*)\s*\}\}")
+SLOT = "WIDGETSLOT{:04d}X"
+ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="[^"]*">\s*')
+_WHEELS: dict[str, Path] = {}  # source hash -> built wheel, for this process
+PACKAGES = ("calc", "widgets", "i18n", "markdown_math")  # as in pyproject.toml
+
+
+class WidgetsConfig(base.Config):
+    enabled = opt.Type(bool, default=True)
+    pyodide_dir = opt.Type(str, default="node_modules/pyodide")
+    i18n_dir = opt.Type(str, default="i18n")
+    boot_timeout_ms = opt.Type(int, default=30000)
+
+
+class WidgetsPlugin(BasePlugin[WidgetsConfig]):
+    def __init__(self) -> None:
+        self._slots: dict[str, dict[str, str]] = {}
+
+    # Why: translators' mistakes must stop the build with file, key and line.
+    def on_config(self, config: Any) -> Any:
+        if not self.config.enabled:
+            return config
+        from i18n.check import check
+
+        problems = check(PROJECT / self.config.i18n_dir)
+        if problems:
+            raise PluginError("i18n check failed:\n" + "\n".join(str(p) for p in problems))
+        return config
+
+    # Why: a page must be complete without JavaScript, so widgets and numbers render here.
+    def on_page_markdown(self, markdown: str, page: Any, config: Any, files: Any) -> str:
+        if not self.config.enabled:
+            return markdown
+        lang = self._language(config)
+        loc = locale(lang, str(PROJECT / self.config.i18n_dir))
+        where = page.file.src_uri
+        slots: dict[str, str] = {}
+        seen: set[str] = set()
+
+        def widget(match: re.Match[str]) -> str:
+            name = match["name"]
+            line = markdown.count("\n", 0, match.start()) + 1
+            if name not in REGISTRY:
+                raise PluginError(f"{where}:{line}: unknown widget {name!r}; known: {', '.join(REGISTRY)}")
+            if name in seen:
+                raise PluginError(f"{where}:{line}: widget {name!r} appears twice on one page")
+            seen.add(name)
+            overrides = _options(match["body"], where, line)
+            try:
+                html = render_widget(name, overrides, loc)
+            except ValueError as error:
+                raise PluginError(f"{where}:{line}: {error}") from None
+            token = SLOT.format(len(slots))
+            slots[token] = html
+            return f"{match['indent']}{token}"
+
+        def macro(match: re.Match[str]) -> str:
+            line = markdown.count("\n", 0, match.start()) + 1
+            overrides = dict(arg.split("=", 1) for arg in match["args"].split())
+            try:
+                return format_value(match["name"], match["key"], overrides, loc)
+            except ValueError as error:
+                raise PluginError(f"{where}:{line}: {{{{ {match['name']}.{match['key']} }}}}: {error}") from None
+
+        markdown = FENCE.sub(widget, markdown)
+        markdown = MACRO.sub(macro, markdown)
+        if "{{" in markdown.replace("\\{{", ""):
+            line = markdown.count("\n", 0, markdown.index("{{")) + 1
+            log.warning(f"{where}:{line}: '{{{{' that is not a widget macro")
+        self._slots[page.file.src_uri] = slots
+        return markdown
+
+    def on_page_content(self, html: str, page: Any, config: Any, files: Any) -> str:
+        slots = self._slots.get(page.file.src_uri, {})
+        for token, widget_html in slots.items():
+            html = html.replace(f"<p>{token}</p>", widget_html)
+        return html
+
+    # Why: the stylesheet belongs in <head>, the runtime's settings and module at the end.
+    def on_post_page(self, output: str, page: Any, config: Any) -> str:
+        # Material fetches `sitemap.xml` beside every <link rel=alternate>, and the i18n
+        # plugin's alternates are pages, not site roots: each fetch would be a 404. The
+        # language switcher's own links (<a hreflang>) stay.
+        output = ALTERNATE.sub("", output)
+        if not self._slots.pop(page.file.src_uri, None):
+            return output
+        root = self._root_prefix(page, config)
+        lang = self._language(config)
+        loc = locale(lang, str(PROJECT / self.config.i18n_dir))
+        settings = {
+            "lang": lang,
+            "wheel": f"{root}{self._wheel_path()}",
+            "bootTimeoutMs": self.config.boot_timeout_ms,
+            "strings": {k: loc.t(f"runtime.{k}") for k in ("loading", "error", "timeout")},
+        }
+        blob = json.dumps(settings, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
+        head = f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css">'
+        tail = (f'<script type="application/json" id="widgets-config">{blob}</script>'
+                f'<script type="module" src="{root}assets/widgets/widgets.js"></script>')
+        output = output.replace("</head>", f"{head}</head>", 1)
+        return output.replace("</body>", f"{tail}</body>", 1)
+
+    # Why: the runtime is shared by every language, so it lives once at the site root.
+    def on_post_build(self, config: Any) -> None:
+        if not self.config.enabled:
+            return
+        root = self._site_root(config)
+        _sync_dir(ASSETS, root / "assets" / "widgets")
+        pyodide = PROJECT / self.config.pyodide_dir
+        missing = [f for f in PYODIDE_FILES if not (pyodide / f).is_file()]
+        if missing:
+            raise PluginError(f"Pyodide runtime not found in {pyodide} ({', '.join(missing)}); run `npm ci`")
+        for name in PYODIDE_FILES:
+            _copy(pyodide / name, root / "assets" / "pyodide" / name)
+        wheel = self._build_wheel()
+        wheels = root / "assets" / "wheels"
+        if wheels.exists():
+            shutil.rmtree(wheels)
+        _copy(wheel, root / self._wheel_path())
+        from i18n.export import export_json
+
+        export_json(PROJECT / self.config.i18n_dir, root / "assets" / "i18n")
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _i18n(self, config: Any) -> Any:
+        return config.plugins.get("i18n")
+
+    def _language(self, config: Any) -> str:
+        i18n = self._i18n(config)
+        if i18n is not None and i18n.current_language:
+            return i18n.current_language
+        return config.theme.get("language") or "id"
+
+    def _prefix(self, config: Any) -> str:
+        """The language folder of the current build ('' for the default language)."""
+        i18n = self._i18n(config)
+        if i18n is None or i18n.is_default_language_build:
+            return ""
+        return i18n.current_language
+
+    def _site_root(self, config: Any) -> Path:
+        site = Path(config.site_dir)
+        prefix = self._prefix(config)
+        return site.parent if prefix and site.name == prefix else site
+
+    def _root_prefix(self, page: Any, config: Any) -> str:
+        """The relative URL from `page` to the site root (works under any sub-path)."""
+        return "../" * page.url.count("/")  # page.url already starts with "zh/" for zh pages
+
+    def _source_key(self) -> str:
+        digest = hashlib.sha256()
+        for folder in PACKAGES:
+            for path in sorted((PROJECT / folder).rglob("*.py")):
+                digest.update(path.relative_to(PROJECT).as_posix().encode())
+                digest.update(path.read_bytes())
+        digest.update((PROJECT / "pyproject.toml").read_bytes())
+        return digest.hexdigest()
+
+    def _wheel_path(self) -> str:
+        """Where the wheel lives in the site; the folder is its content hash, so a new
+        build gets a new URL and the old one can be cached for as long as a host likes."""
+        wheel = self._build_wheel()
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
+        return f"assets/wheels/{digest}/{wheel.name}"
+
+    def _build_wheel(self) -> Path:
+        """The project wheel, from a standard PEP 517 build (rebuilt when sources change)."""
+        key = self._source_key()
+        cached = _WHEELS.get(key)
+        if cached is not None and cached.exists():
+            return cached
+        out = Path(tempfile.mkdtemp(prefix="dtbook-wheel-"))
+        env = {**os.environ, "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "315532800")}
+        with tempfile.TemporaryDirectory(prefix="dtbook-src-") as tmp:
+            # Build from a clean copy so no build/ or *.egg-info lands in the work tree.
+            src = Path(tmp) / "src"
+            src.mkdir()
+            for name in ("pyproject.toml", "README.md"):
+                shutil.copy2(PROJECT / name, src / name)
+            for folder in PACKAGES:
+                shutil.copytree(PROJECT / folder, src / folder,
+                                ignore=shutil.ignore_patterns("__pycache__", "assets", "*.yml"))
+            result = subprocess.run(
+                [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)],
+                capture_output=True, text=True, env=env,
+            )
+        if result.returncode != 0:
+            raise PluginError(f"building the wheel failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+        wheels = sorted(out.glob("*-py3-none-any.whl"))
+        if len(wheels) != 1:
+            raise PluginError(f"expected one py3-none-any wheel in {out}, found {wheels}")
+        _WHEELS[key] = wheels[0]
+        log.info(f"built {wheels[0].name}")
+        return wheels[0]
+
+
+def _options(body: str, where: str, line: int) -> dict[str, str]:
+    """`key: value` lines inside a widget fence: overrides of the control defaults."""
+    options = {}
+    for offset, text in enumerate(body.splitlines(), start=1):
+        text = text.strip()
+        if not text or text.startswith("#"):
+            continue
+        if ":" not in text:
+            raise PluginError(f"{where}:{line + offset}: expected `control: value` in the widget fence, got {text!r}")
+        key, value = (part.strip().strip("\"'") for part in text.split(":", 1))
+        options[key] = value
+    return options
+
+
+def _copy(source: Path, target: Path) -> None:
+    if target.exists() and target.stat().st_size == source.stat().st_size and target.read_bytes() == source.read_bytes():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def _sync_dir(source: Path, target: Path) -> None:
+    for path in sorted(source.iterdir()):
+        if path.is_file():
+            _copy(path, target / path.name)
