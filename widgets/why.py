@@ -106,11 +106,14 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
 
 
 # -- the figure -------------------------------------------------------------------------
-WIDTH = 640
-BAR_X, BAR_W = 20, 600
-TIME_X, TIME_W = 110, 500
-TIME_TICKS = (3600.0, 86400.0, 30 * 86400.0, 365.25 * 86400, 3652.5 * 86400, 36525 * 86400)
+# Two small SVGs, 400 units wide, so their text stays legible from a phone (scale ~0.85)
+# to a desktop (the CSS caps them); headings and legends are HTML, so they wrap.
+WIDTH = 400
+BAR_X, BAR_W = 4, 392
+TIME_X, TIME_W = 70, 322
+TIME_TICKS = (3600.0, 86400.0, 30 * 86400.0, 365.25 * 86400, 36525 * 86400)
 TIME_LO, TIME_HI = 1800.0, 365250 * 86400.0  # half an hour .. 1,000 years, log scale
+SEGMENTS = (("weights_bytes", "w-c1", "weights"), ("grads_bytes", "w-c2", "grads"), ("optimizer_bytes", "w-c3", "optimizer"))
 
 
 def _time_x(seconds: float) -> float:
@@ -118,48 +121,63 @@ def _time_x(seconds: float) -> float:
     return TIME_X + TIME_W * math.log(clamped / TIME_LO) / math.log(TIME_HI / TIME_LO)
 
 
-def figure(model: str, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
-    scale = BAR_W / (max(v["state_bytes"], v["gpu_memory_bytes"]) * 1.04)
-    parts = []
-    # Memory: one stacked bar of the training state, the GPU's memory as a dashed line.
-    parts.append(f'<text class="w-fig-heading" x="{BAR_X}" y="18">{esc(loc.t("why.figure.memory", params=f["params"]))}</text>')
-    x = float(BAR_X)
-    for key, cls in (("weights_bytes", "w-c1"), ("grads_bytes", "w-c2"), ("optimizer_bytes", "w-c3")):
+def _memory_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str, desc: str) -> str:
+    """One stacked bar of the training state; the GPU's memory as a red line."""
+    scale = BAR_W / (max(v["state_bytes"], v["gpu_memory_bytes"]) * 1.02)
+    parts, x = [], float(BAR_X)
+    for key, cls, _ in SEGMENTS:
         width = v[key] * scale
-        parts.append(f'<rect class="{cls}" x="{num(x)}" y="30" width="{num(width)}" height="34"/>')
+        parts.append(f'<rect class="{cls}" x="{num(x)}" y="6" width="{num(width)}" height="30"/>')
         x += width
     gpu_x = BAR_X + v["gpu_memory_bytes"] * scale
     if v["state_bytes"] > v["gpu_memory_bytes"]:
-        parts.append(f'<rect class="w-over" x="{num(gpu_x)}" y="28" width="{num(x - gpu_x)}" height="38"/>')
-    parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="24" x2="{num(gpu_x)}" y2="74"/>')
-    anchor = "end" if gpu_x > WIDTH / 2 else "start"
-    dx = -4 if anchor == "end" else 4
-    parts.append(f'<text class="w-fig-note" x="{num(gpu_x + dx)}" y="86" text-anchor="{anchor}">{esc(loc.t("why.figure.gpu_line", memory=f["gpu_memory_bytes"]))}</text>')
-    parts.append(f'<text class="w-fig-value" x="{num(min(x, BAR_X + BAR_W))}" y="86" text-anchor="end">{esc(f["state_bytes"])}</text>' if x > WIDTH / 2 + 80 or gpu_x > WIDTH / 2 else "")
-    # Legend.
-    lx = BAR_X
-    for key, cls, label in (("weights_bytes", "w-c1", "weights"), ("grads_bytes", "w-c2", "grads"), ("optimizer_bytes", "w-c3", "optimizer")):
-        text = f'{loc.t("why.figure." + label)} {f[key]}'
-        parts.append(f'<rect class="{cls}" x="{lx}" y="100" width="12" height="12"/><text class="w-fig-note" x="{lx + 16}" y="110">{esc(text)}</text>')
-        lx += 200
-    # Time: one bar per GPU count on a log scale.
-    parts.append(f'<text class="w-fig-heading" x="{BAR_X}" y="148">{esc(loc.t("why.figure.time", gpu_flops=f["gpu_flops"]))}</text>')
+        parts.append(f'<rect class="w-over" x="{num(gpu_x)}" y="4" width="{num(x - gpu_x)}" height="34"/>')
+    parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="0" x2="{num(gpu_x)}" y2="46"/>')
+    gpu_label = esc(loc.t("why.figure.gpu_line", memory=f["gpu_memory_bytes"]))
+    if gpu_x > WIDTH / 2:
+        parts.append(f'<text class="w-fig-note" x="{num(gpu_x - 4)}" y="58" text-anchor="end">{gpu_label}</text>')
+    else:
+        parts.append(f'<text class="w-fig-note" x="{num(gpu_x + 4)}" y="58">{gpu_label}</text>')
+    if x - gpu_x > 70 or gpu_x > WIDTH / 2:
+        parts.append(f'<text class="w-fig-value" x="{num(x)}" y="58" text-anchor="end">{esc(f["state_bytes"])}</text>')
+    return svg("w-why-mem", WIDTH, 62, "".join(parts), title, desc)
+
+
+def _time_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str, desc: str) -> str:
+    """Training time on 1, 64 and 1,024 GPUs on a log scale, labelled with the value."""
+    parts = []
     for tick in TIME_TICKS:
         tx = _time_x(tick)
-        parts.append(f'<line class="w-grid" x1="{num(tx)}" y1="158" x2="{num(tx)}" y2="262"/>'
-                     f'<text class="w-fig-tick" x="{num(tx)}" y="276" text-anchor="middle">{esc(loc.duration_tick(tick))}</text>')
+        parts.append(f'<line class="w-grid" x1="{num(tx)}" y1="0" x2="{num(tx)}" y2="92"/>'
+                     f'<text class="w-fig-tick" x="{num(tx)}" y="106" text-anchor="middle">{esc(loc.duration_tick(tick))}</text>')
     for row, n in enumerate(GPU_COUNTS):
-        y = 164 + row * 32
+        y = 4 + row * 30
         end = _time_x(v[f"time_{n}"])
+        inside = end - TIME_X > 120
         parts.append(
-            f'<text class="w-fig-note" x="{TIME_X - 8}" y="{y + 16}" text-anchor="end">{esc(loc.t("why.figure.gpus", count=loc.integer(n)))}</text>'
+            f'<text class="w-fig-note" x="{TIME_X - 6}" y="{y + 15}" text-anchor="end">{esc(loc.t("why.figure.gpus", count=loc.integer(n)))}</text>'
             f'<rect class="w-c{row + 4}" x="{TIME_X}" y="{y}" width="{num(end - TIME_X)}" height="22"/>'
+            f'<text class="w-fig-value{" w-on-bar" if inside else ""}" x="{num(end - 5 if inside else end + 5)}" y="{y + 15}"'
+            f' text-anchor="{"end" if inside else "start"}">{esc(f[f"time_{n}"])}</text>'
         )
-        inside = end - TIME_X > 150
-        label_x = end - 6 if inside else end + 6
-        parts.append(f'<text class="w-fig-value{" w-on-bar" if inside else ""}" x="{num(label_x)}" y="{y + 16}" text-anchor="{"end" if inside else "start"}">{esc(f[f"time_{n}"])}</text>')
-    desc = loc.t("why.figure.desc", weights=f["weights_bytes"], grads=f["grads_bytes"],
-                 optimizer=f["optimizer_bytes"], state=f["state_bytes"], gpu=f["gpu_memory_bytes"],
-                 time_1=f["time_1"], time_64=f["time_64"], time_1024=f["time_1024"],
-                 gpus_64=loc.integer(64), gpus_1024=loc.integer(1024))
-    return svg("w-why-fig", WIDTH, 284, "".join(parts), loc.t("why.figure.title", model=model), desc)
+    return svg("w-why-time", WIDTH, 110, "".join(parts), title, desc)
+
+
+def figure(model: str, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
+    memory_desc = loc.t("why.figure.memory_desc", weights=f["weights_bytes"], grads=f["grads_bytes"],
+                        optimizer=f["optimizer_bytes"], state=f["state_bytes"], gpu=f["gpu_memory_bytes"])
+    time_desc = loc.t("why.figure.time_desc", time_1=f["time_1"], time_64=f["time_64"],
+                      time_1024=f["time_1024"], gpus_64=loc.integer(64), gpus_1024=loc.integer(1024))
+    time_heading = loc.t("why.figure.time", gpu_flops=f["gpu_flops"])
+    legend = "".join(
+        f'<li><span class="w-swatch {cls}"></span>{esc(loc.t("why.figure." + label))} {esc(f[key])}</li>'
+        for key, cls, label in SEGMENTS
+    )
+    return (
+        f'<figure class="w-fig">'
+        f'<figcaption class="w-fig-heading">{esc(loc.t("why.figure.memory", params=f["params"]))}</figcaption>'
+        f'{_memory_svg(v, f, loc, loc.t("why.figure.title", model=model), memory_desc)}'
+        f'<ul class="w-legend">{legend}</ul>'
+        f'<p class="w-fig-heading">{esc(time_heading)}</p>'
+        f'{_time_svg(v, f, loc, time_heading, time_desc)}</figure>'
+    )

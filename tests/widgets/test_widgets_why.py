@@ -93,4 +93,4 @@ def test_sentence_states_the_current_numbers(lang: str) -> None:
 def test_figure_is_an_accessible_svg_with_a_text_alternative() -> None:
     html = render_output("why", {}, locale("id")).html
     assert '<svg class="w-figure"' in html and 'role="img"' in html
-    assert re.search(r"<title id=\"w-why-fig-t\">[^<]+</title><desc id=\"w-why-fig-d\">[^<]*107,8 GB", html)
+    assert re.search(r"<title id=\"w-why-mem-t\">[^<]+</title><desc id=\"w-why-mem-d\">[^<]*107,8 GB.*<desc id=\"w-why-time-d\">[^<]*17,1 tahun", html)
