@@ -10,7 +10,7 @@ PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install build serve test check bench clean
+.PHONY: install build serve test check clean chromium
 
 install: $(VENV)/.installed node_modules/.installed chromium
 
@@ -46,9 +46,6 @@ check: $(VENV)/.installed
 
 test: install
 	$(PY) -m pytest
-
-bench: build
-	$(PY) bench/run.py
 
 clean:
 	rm -rf site .pytest_cache build *.egg-info

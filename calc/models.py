@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._check import (
-    MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
     MAX_SEQ_LEN,

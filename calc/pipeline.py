@@ -378,7 +378,9 @@ def summarize_schedule(events: list[ScheduleEvent]) -> ScheduleSummary:
     return ScheduleSummary(
         total_time=total,
         busy_time=busy_time,
-        bubble_fraction=1.0 - sum(busy) / (p * total),
+        # math.fsum, not sum(): sum() of floats became compensated in Python 3.12, so
+        # the browser (3.14) and the native build (3.11) would differ in the last bit.
+        bubble_fraction=1.0 - math.fsum(busy) / (p * total),
         bubble_over_ideal=(total - busy_time) / busy_time,
         peak_in_flight=tuple(peaks),
     )

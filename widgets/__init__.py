@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import why
+from . import dp, parallel3d, pp, tp, why, zero
 
-REGISTRY: dict[str, ModuleType] = {module.NAME: module for module in (why,)}
+REGISTRY: dict[str, ModuleType] = {
+    module.NAME: module for module in (why, dp, zero, tp, pp, parallel3d)
+}

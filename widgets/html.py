@@ -6,7 +6,7 @@ import html
 from typing import Any, Iterable, Mapping
 
 from .locale import Locale, plain_number
-from .spec import Choice, Control, Range, Toggle
+from .spec import Choice, Control, Range
 
 
 def esc(text: Any) -> str:

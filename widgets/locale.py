@@ -83,6 +83,10 @@ class Locale:
     def integer(self, value: float) -> str:
         return self.fixed(round(value), 0)
 
+    def number(self, value: float) -> str:
+        """A plain number with at most two decimals, trailing zeros dropped: 16,5 / 21."""
+        return self._trim(self.fixed(value, 2))
+
     def bytes(self, value: float) -> str:
         """Decimal SI bytes (1 GB = 10⁹ B), as NVIDIA and the ZeRO paper count them."""
         for scale, prefix in SI_PREFIXES:
@@ -135,7 +139,8 @@ class Locale:
         return self.integer(value)
 
     def ratio(self, value: float) -> str:
-        return self.t("units.ratio", value=self.fixed(value, 2))
+        """About three significant digits: 1,35× / 1,5× / 0,0534×."""
+        return self.t("units.ratio", value=self.sig(value))
 
     def percent(self, fraction: float) -> str:
         return self.t("units.percent", value=self.fixed(fraction * 100, 1))
@@ -162,6 +167,8 @@ class Locale:
             return self.count(value)
         if kind == "integer":
             return self.integer(value)
+        if kind == "number":
+            return self.number(value)
         if kind == "ratio":
             return self.ratio(value)
         if kind == "fraction":

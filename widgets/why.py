@@ -14,11 +14,12 @@ from calc.activations import activation_bytes
 from calc.compute import training_flops, training_seconds
 from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import training_state
-from calc.models import DEFAULT_MODEL, MODELS, param_count
+from calc.models import MODELS, param_count
 
-from .html import details_table, esc, num, stat_cards, svg, value_span
+from .common import MODEL
+from .html import details_table, esc, num, stat_cards, svg
 from .locale import Locale
-from .spec import Choice, Range
+from .spec import Range
 
 NAME = "why"
 GPU = GPUS[DEFAULT_GPU]  # the seed's illustrative 80 GB GPU at 150 TFLOP/s
@@ -27,7 +28,7 @@ INT4_BYTES_PER_PARAM = 0.5  # QLoRA stores base weights in 4-bit NormalFloat (De
 
 CONTROLS = (
     Range("tokens", lo=50e9, hi=2e12, step=10e9, default=2e12, display="count"),
-    Choice("model", tuple(MODELS), DEFAULT_MODEL, labels={k: m.name for k, m in MODELS.items()}),
+    MODEL,
 )
 
 OUTPUTS: dict[str, str] = {

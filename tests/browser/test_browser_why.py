@@ -1,4 +1,5 @@
-"""Chapter 1 in Chromium: the live `why` widget shows exactly what native Python computes.
+"""Chapter 1 in Chromium: links, tampered URLs, failures and search around the `why` widget
+(the control-by-control parity of every widget is in test_browser_widgets.py).
 
 Every wait is on the DOM contract (`data-status`, `data-revision`), never on a sleep.
 """
@@ -14,7 +15,7 @@ import pytest
 from widgets import why
 from widgets.core import render_output
 from widgets.native import locale
-from widgets.spec import canonical, edge_states, random_states
+from widgets.spec import canonical
 
 CHAPTER = {"id": "why-distributed-training/", "zh": "zh/why-distributed-training/"}
 ROOT = '[data-widget="why"]'
@@ -77,27 +78,6 @@ def assert_matches_native(page: Any, state: dict[str, str], lang: str) -> None:
         label = page.locator(f'{ROOT} output[data-label="{name}"]')
         if label.count():
             assert label.inner_text() == text
-
-
-@pytest.mark.parametrize("lang", ["id", "zh"])
-def test_live_widget_equals_native_python_for_every_control(page: Any, site_url: str, lang: str) -> None:
-    open_live(page, site_url + CHAPTER[lang])
-    prerendered = page.evaluate(
-        """async (sel) => {
-            const html = await (await fetch(location.href)).text();
-            const doc = new DOMParser().parseFromString(html, 'text/html');
-            return doc.querySelector(sel + ' [data-region="output"]').innerHTML;
-        }""",
-        ROOT,
-    )
-    assert page.inner_html(f'{ROOT} [data-region="output"]') == prerendered
-    assert_matches_native(page, canonical(why.CONTROLS, dict(next(edge_states(why.CONTROLS)))), lang)
-    states = [*edge_states(why.CONTROLS), *random_states(why.CONTROLS, 4, seed=11)]
-    for state in states:
-        wanted = canonical(why.CONTROLS, state)
-        for name, value in wanted.items():
-            set_control(page, name, value)
-        assert_matches_native(page, wanted, lang)
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])

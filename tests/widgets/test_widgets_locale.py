@@ -33,6 +33,8 @@ from widgets.native import locale
         ("id", "ratio", 1.3476, "1,35×"),
         ("id", "fraction", 0.42857, "42,9%"),
         ("id", "flops_per_s", 150e12, "150 TFLOP/s"),
+        ("id", "number", 16.5, "16,5"),
+        ("zh", "number", 21.0, "21"),
         ("id", "yesno", 1, "Ya"),
         ("zh", "yesno", 0, "否"),
     ],

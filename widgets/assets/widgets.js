@@ -12,6 +12,7 @@ const latest = new Map(); // widget name -> JSON of the last state requested
 const fromUrl = new Set(); // widgets whose request came from the URL fragment
 let worker = null;
 let booting = null;
+let ready = false;
 let nextId = 1;
 
 const region = (root, name) => root.querySelector(`[data-region="${name}"]`);
@@ -158,6 +159,7 @@ function boot() {
   });
   booting.then(
     () => {
+      ready = true;
       const hashStates = parseHash();
       for (const root of roots) {
         const name = root.dataset.widget;
@@ -186,6 +188,21 @@ function onInput(event) {
   if (latest.get(name) === JSON.stringify(state)) return; // input and change both fire
   send(name, state);
 }
+
+// A link to a widget state (e.g. a preset: href="#parallel3d.dp=16&...") applies it.
+window.addEventListener("hashchange", () => {
+  const states = parseHash();
+  if (states.size === 0) return;
+  if (!ready) {
+    boot(); // the boot applies the fragment itself
+    return;
+  }
+  for (const [name, state] of states) {
+    fromUrl.add(name);
+    latest.delete(name);
+    send(name, state);
+  }
+});
 
 for (const root of roots) {
   root.addEventListener("input", onInput);

@@ -1,0 +1,325 @@
+"""Widget `parallel3d` reproduces the seed explainer's step 6 (WIDGETS.md), keeps
+gpus = t·p·d, shows the bubble/DP trade-off, and its preset links carry valid states."""
+
+from __future__ import annotations
+
+import copy
+import html
+import itertools
+import math
+import re
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from calc.hardware import GPUS_PER_NODE
+from calc.models import MODELS
+from calc.pipeline import stage_layers
+from widgets import parallel3d as p3d
+from widgets.core import evaluate, format_value, render_output
+from widgets.locale import Locale
+from widgets.native import locale
+from widgets.spec import canonical, defaults, edge_states, parse_state, random_states
+
+# WIDGETS.md, row `parallel3d`: 8 TP × 4 PP × 8 DP, ZeRO-1, Llama 2 7B, 2T tokens.
+SEED = {
+    "gpus": 256,
+    "nodes": 32,
+    "state_per_gpu_bytes": 1.158e9,
+    "bubble": 0.0229,
+    "train_time": 2.156e6,
+}
+MODELS_ALL = tuple(MODELS)
+SWEEP = [
+    {"tp_on": tp, "pp_on": pp, "zero_on": zero, "dp": dp, "model": model}
+    for tp, pp, zero in itertools.product((True, False), repeat=3)
+    for dp in (1, 2, 3, 5, 8, 13, 16, 31, 32, 63, 64)
+    for model in MODELS_ALL
+]
+
+
+def sample_states() -> list[dict[str, Any]]:
+    return [*edge_states(p3d.CONTROLS), *random_states(p3d.CONTROLS, 20, seed=3)]
+
+
+def parse_fragment(href: str) -> dict[str, str]:
+    """The raw state a `#parallel3d.k=v&...` fragment carries (as widgets.js reads it)."""
+    assert href.startswith("#")
+    raw = {}
+    for part in href[1:].split("&"):
+        key, value = part.split("=", 1)
+        widget, control = unquote(key).split(".", 1)
+        assert widget == "parallel3d"
+        raw[control] = unquote(value)
+    return raw
+
+
+def preset_links(page: str) -> list[tuple[str, bool, str]]:
+    """(href, current, label) of each preset link in rendered HTML."""
+    links = re.findall(r'<a class="w-preset" href="([^"]+)"( aria-current="true")?>([^<]*)</a>', page)
+    return [(html.unescape(href), bool(current), html.unescape(label)) for href, current, label in links]
+
+
+# -- the numbers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", SEED)
+def test_default_state_reproduces_the_seed_within_a_tenth_of_a_percent(key: str) -> None:
+    _, values = evaluate("parallel3d", {})
+    assert values[key] == pytest.approx(SEED[key], rel=1e-3)
+
+
+def test_default_numbers_as_the_page_prints_them() -> None:
+    assert format_value("parallel3d", "state_per_gpu_bytes", {}, locale("id")) == "1,16 GB"
+    assert format_value("parallel3d", "bubble", {}, locale("id")) == "2,3%"
+    assert format_value("parallel3d", "train_time", {}, locale("id")) == "24,9 hari"
+    assert format_value("parallel3d", "train_time", {}, locale("zh")) == "24.9 天"
+
+
+@pytest.mark.parametrize("state", SWEEP, ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_gpus_is_the_product_of_the_three_degrees(state: dict[str, Any]) -> None:
+    v = p3d.compute(state)
+    t = p3d.TP_ON if state["tp_on"] else 1
+    p = p3d.PP_ON if state["pp_on"] else 1
+    assert (v["tp"], v["pp"]) == (t, p)
+    assert v["gpus"] == t * p * state["dp"]
+    assert v["nodes"] == math.ceil(v["gpus"] / GPUS_PER_NODE)
+
+
+@pytest.mark.parametrize("model", MODELS_ALL)
+def test_bubble_grows_with_dp_at_a_fixed_global_batch(model: str) -> None:
+    runs = [p3d.compute({**defaults(p3d.CONTROLS), "dp": d, "model": model}) for d in range(1, 65)]
+    bubbles = [v["bubble"] for v in runs]
+    assert all(a < b for a, b in zip(bubbles, bubbles[1:]))
+    micro = [v["microbatches"] for v in runs]
+    assert all(a > b for a, b in zip(micro, micro[1:]))
+    assert micro[0] * 1 == micro[7] * 8 == micro[63] * 64  # fixed global batch B = m·d
+
+
+def test_no_pipeline_means_no_bubble() -> None:
+    for d in (1, 8, 64):
+        assert p3d.compute({**defaults(p3d.CONTROLS), "pp_on": False, "dp": d})["bubble"] == 0
+
+
+@pytest.mark.parametrize("state", [s for s in SWEEP if s["zero_on"]], ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_zero_never_increases_memory(state: dict[str, Any]) -> None:
+    with_zero = p3d.compute(state)["state_per_gpu_bytes"]
+    without = p3d.compute({**state, "zero_on": False})["state_per_gpu_bytes"]
+    assert with_zero <= without
+    if state["dp"] == 1:
+        assert with_zero == pytest.approx(without)
+
+
+def test_fits_agrees_with_the_gpu_memory() -> None:
+    for state in SWEEP:
+        v = p3d.compute(state)
+        assert v["fits"] == (1 if v["state_per_gpu_bytes"] <= v["gpu_memory_bytes"] else 0)
+
+
+# -- presets ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_every_preset_link_carries_a_full_valid_state_that_marks_itself_current(lang: str) -> None:
+    loc = locale(lang)
+    links = preset_links(render_output("parallel3d", {}, loc).html)
+    assert len(links) == len(p3d.PRESETS) >= 4
+    names = [c.name for c in p3d.CONTROLS]
+    for (href, _, label), (key, _) in zip(links, p3d.PRESETS):
+        raw = parse_fragment(href)
+        assert list(raw) == names  # all controls listed, in order
+        state = parse_state(p3d.CONTROLS, raw)
+        assert state == p3d.preset_state(key)
+        out = render_output("parallel3d", raw, loc)
+        assert out.ok
+        marked = [(h, cur) for h, cur, _ in preset_links(out.html) if cur]
+        assert marked == [(href, True)], f"{key}: {marked}"
+        assert label
+
+
+def test_presets_are_the_ones_the_brief_names() -> None:
+    seed, dp_only, tp_node, large = (p3d.preset_state(k) for k, _ in p3d.PRESETS)
+    assert seed == defaults(p3d.CONTROLS)
+    assert (dp_only["tp_on"], dp_only["pp_on"], dp_only["zero_on"], dp_only["dp"]) == (False, False, False, 64)
+    assert (tp_node["tp_on"], tp_node["pp_on"], tp_node["dp"]) == (True, False, 1)
+    assert p3d.compute(tp_node)["nodes"] == 1
+    assert (large["model"], large["dp"]) == ("llama2-70b", 16)
+    assert p3d.compute(large)["gpus"] == 512
+
+
+def test_preset_labels_are_built_from_the_numbers() -> None:
+    labels = [label for _, _, label in preset_links(render_output("parallel3d", {}, locale("id")).html)]
+    assert labels[0].startswith("8 TP × 4 PP × 8 DP")
+    assert "64" in labels[1] and "8" in labels[2]
+    assert "Llama 2 70B" in labels[3] and "512" in labels[3]
+
+
+def test_a_state_that_is_no_preset_marks_none() -> None:
+    page = render_output("parallel3d", {"dp": "7"}, locale("id")).html
+    assert not any(cur for _, cur, _ in preset_links(page))
+    assert 'aria-current' not in page
+
+
+@pytest.mark.parametrize("state", random_states(p3d.CONTROLS, 30, seed=5))
+def test_fragment_round_trips_any_state(state: dict[str, Any]) -> None:
+    assert parse_state(p3d.CONTROLS, parse_fragment(p3d.fragment(state))) == state
+
+
+# -- the figure -------------------------------------------------------------------------
+
+
+def grid_svg(page: str) -> str:
+    return re.search(r'<svg class="w-figure"[^>]*aria-labelledby="w-p3d-grid-t[^>]*>.*?</svg>', page).group(0)
+
+
+@pytest.mark.parametrize("state", sample_states())
+def test_grid_draws_the_replicas_stages_and_gpus(state: dict[str, Any]) -> None:
+    out = render_output("parallel3d", state, locale("id"))
+    v, svg = out.values, grid_svg(out.html)
+    assert 'viewBox="0 0 400 ' in svg
+    t, p, d = int(v["tp"]), int(v["pp"]), state["dp"]
+    shown = min(d, p3d.SHOWN_REPLICAS)
+    assert len(re.findall(r">DP \d+</text>", svg)) == shown
+    assert svg.count('<rect class="w-c') == t * p * shown
+    more = re.findall(r">\+(\d+)</text>", svg)
+    assert more == ([str(d - shown)] if d > shown else [])
+    for s, (first, last) in enumerate(stage_layers(MODELS[state["model"]].layers, p)):
+        assert f">stage {s}</text>" in svg and f">L{first}–{last}</text>" in svg
+
+
+@pytest.mark.parametrize("t, p, d", [(8, 4, 8), (8, 1, 3), (1, 4, 5), (1, 1, 8), (1, 4, 3), (1, 1, 1), (8, 4, 1)])
+def test_node_outlines_cover_exactly_the_nodes_calc_counts(t: int, p: int, d: int) -> None:
+    segments = p3d.node_segments(t, p, d, min(d, p3d.SHOWN_REPLICAS))
+    state = {**defaults(p3d.CONTROLS), "tp_on": t > 1, "pp_on": p > 1, "dp": d}
+    assert len({s.node for s in segments}) == p3d.compute(state)["nodes"]
+    cells = sorted((s.stage, c) for seg in [segments] for s in seg for c in range(s.first, s.last + 1))
+    assert cells == [(s, c) for s in range(p) for c in range(d)]  # every cell in one outline
+    if t == GPUS_PER_NODE:  # TP on: every cell is one node, closed on both sides
+        assert all(s.first == s.last and not s.open_left and not s.open_right for s in segments)
+    for a, b in zip(segments, segments[1:]):  # a node that continues is open on both ends
+        assert a.open_right == (a.node == b.node) == b.open_left
+
+
+def test_node_outline_is_open_where_hidden_replicas_continue_it() -> None:
+    segments = p3d.node_segments(1, 1, 12, 8)
+    assert [(s.first, s.last, s.open_left, s.open_right) for s in segments] == [(0, 7, False, False)]
+    segments = p3d.node_segments(1, 1, 12, 5)
+    assert segments[-1].open_right
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_figures_are_accessible_svgs_with_a_caption_from_the_numbers(lang: str) -> None:
+    page = render_output("parallel3d", {}, locale(lang)).html
+    assert page.count('role="img"') == 2
+    for ident in ("w-p3d-grid", "w-p3d-bubble"):
+        assert re.search(rf'<title id="{ident}-t">[^<]+</title><desc id="{ident}-d">[^<]+</desc>', page)
+    caption = re.search(r'<figcaption class="w-fig-heading">([^<]+)</figcaption>', page).group(1)
+    assert "8 TP × 4 PP × 8 DP = 256" in caption and "32" in caption
+
+
+def test_the_bubble_bar_shows_the_bubble_and_turns_red_when_large() -> None:
+    default = render_output("parallel3d", {}, locale("id")).html
+    assert ">bubble 2,3%</text>" in default and "w-p3d-large" not in default
+    assert "w-p3d-large" in render_output("parallel3d", {"dp": "64"}, locale("id")).html
+    flat = render_output("parallel3d", {"pp_on": "0"}, locale("id")).html
+    assert "w-p3d-idle" not in flat
+
+
+# -- sentence and markup ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize("state", sample_states())
+def test_sentence_states_the_current_numbers(lang: str, state: dict[str, Any]) -> None:
+    loc = locale(lang)
+    out = render_output("parallel3d", state, loc)
+    sentence = html.unescape(re.search(r'<p class="w-sentence">(.*?)</p>', out.html).group(1))
+    for key in ("gpus", "state_per_gpu_bytes", "gpu_memory_bytes", "train_time", "tokens"):
+        assert loc.format(p3d.OUTPUTS[key], out.values[key]) in sentence, key
+    if out.values["pp"] > 1:
+        for key in ("bubble", "microbatches"):
+            assert loc.format(p3d.OUTPUTS[key], out.values[key]) in sentence, key
+    assert MODELS[state["model"]].name in sentence
+
+
+@pytest.mark.parametrize("raw, keys", [
+    ({}, ("memory_fits", "pipeline_small", "time_fits")),
+    ({"dp": "64"}, ("memory_fits", "pipeline_large", "time_fits")),
+    ({"tp_on": "0", "pp_on": "0", "zero_on": "0", "dp": "64"}, ("memory_plain_over", "pipeline_none", "time_over")),
+    ({"tp_on": "0", "pp_on": "0", "zero_on": "1", "dp": "64"}, ("memory_plain_fits", "pipeline_none", "time_fits")),
+    ({"pp_on": "0", "dp": "1"}, ("memory_fits", "pipeline_none", "time_fits")),
+    ({"model": "gpt3-175b", "zero_on": "0", "dp": "1"}, ("memory_over", "pipeline_small", "time_over")),
+])
+def test_sentence_reads_differently_when_the_meaning_changes(raw: dict[str, str], keys: tuple[str, ...]) -> None:
+    _, v = evaluate("parallel3d", raw)
+    assert p3d.sentence_keys(v) == keys
+    loc = locale("id")
+    out = render_output("parallel3d", raw, loc).html
+    sentence = html.unescape(re.search(r'<p class="w-sentence">(.*?)</p>', out).group(1))
+    lead = loc.t(f"parallel3d.sentence.{keys[0]}").split("{")[0]
+    assert lead in sentence
+
+
+class TagBalance(HTMLParser):
+    VOID = {"br", "hr", "img", "input", "meta", "link", "rect", "line", "path", "circle"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: Any) -> None:
+        pass
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def hostile_locale(lang: str) -> Locale:
+    """The catalog with markup appended to every parallel3d string (placeholders kept)."""
+    base = locale(lang)
+    strings = copy.deepcopy(dict(base.strings))
+
+    def poison(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: poison(v) for k, v in node.items()}
+        return node + ' <i x="1">&amp;</i>' if isinstance(node, str) else node
+
+    strings["parallel3d"] = poison(strings["parallel3d"])
+    strings["runtime"] = poison(strings["runtime"])
+    return Locale(lang, strings)
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize("state", sample_states()[:12])
+def test_markup_is_escaped_and_balanced(lang: str, state: dict[str, Any]) -> None:
+    page = render_output("parallel3d", state, hostile_locale(lang)).html
+    assert "<i " not in page and "</i>" not in page
+    assert "&lt;i x=&quot;1&quot;&gt;&amp;amp;&lt;/i&gt;" in page or "&lt;i x=\"1\"&gt;&amp;amp;&lt;/i&gt;" in page
+    checker = TagBalance()
+    checker.feed(page)
+    assert not checker.errors and not checker.stack
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_every_output_is_in_the_table_and_labelled(lang: str) -> None:
+    loc = locale(lang)
+    out = render_output("parallel3d", {}, loc)
+    table = re.search(r'<details class="w-details">.*</details>', out.html).group(0)
+    assert set(re.findall(r'data-out="(\w+)"', table)) == set(p3d.OUTPUTS)
+    for key in p3d.OUTPUTS:
+        assert html.escape(loc.t(f"parallel3d.outputs.{key}"), quote=True) in table
+
+
+def test_canonical_state_of_the_default_is_the_seed_preset() -> None:
+    assert canonical(p3d.CONTROLS, defaults(p3d.CONTROLS)) == {
+        "tp_on": "1", "pp_on": "1", "zero_on": "1", "dp": "8", "model": "llama2-7b"}

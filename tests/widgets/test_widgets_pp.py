@@ -1,0 +1,181 @@
+"""Widget `pp` reproduces the seed explainer's step 5 (WIDGETS.md) and draws the
+SIMULATED schedule: p rows, p·m forward and p·m backward boxes (p·m·v interleaved),
+the bubble read off the simulation, and the activations each stage holds."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from calc.pipeline import stage_layers
+from widgets import pp
+from widgets.core import evaluate, render_output
+from widgets.native import locale
+
+# WIDGETS.md, row `pp`: 4 stages, 4 micro-batches, GPipe, Llama 2 7B.
+SEED = {
+    "bubble": 0.4286,
+    "layers_per_gpu": 8,
+    "state_per_gpu_bytes": 26.96e9,
+    "busy_units": 12,
+    "total_units": 21,
+    "activation_transfer_bytes": 33.55e6,
+}
+SWEEP = [(p, m) for p in range(1, 9) for m in (1, 2, 3, 4, 5, 7, 8, 12, 16, 31, 32)]
+BIG = {"stages": 8, "microbatches": 32, "schedule": "interleaved", "chunks": 4}
+
+
+def state(p: int, m: int, schedule: str = "gpipe", v: int = 2) -> dict:
+    return {"stages": p, "microbatches": m, "schedule": schedule, "chunks": v}
+
+
+def timeline(html: str) -> str:
+    return re.search(r'aria-labelledby="w-pp-timeline-t.*?</svg>', html).group(0)
+
+
+def sentence(html: str) -> str:
+    return re.search(r'<p class="w-sentence">(.*?)</p>', html).group(1)
+
+
+@pytest.mark.parametrize("key", SEED)
+def test_default_state_reproduces_the_seed_within_a_tenth_of_a_percent(key: str) -> None:
+    _, values = evaluate("pp", {})
+    assert values[key] == pytest.approx(SEED[key], rel=1e-3)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_simulated_bubble_is_the_gpipe_formula(schedule: str) -> None:
+    """(p − 1)/(m + p − 1) for GPipe and 1F1B alike (Narayanan et al. 2021 Sec. 2.2.1)."""
+    for p, m in SWEEP:
+        _, v = evaluate("pp", state(p, m, schedule))
+        assert v["bubble"] == pytest.approx((p - 1) / (m + p - 1), abs=1e-12), (p, m)
+        assert v["bubble_formula"] == pytest.approx(v["bubble"], abs=1e-12)
+        assert v["busy_units"] == 3 * m and v["total_units"] == 3 * (m + p - 1)
+
+
+@pytest.mark.parametrize("v", [2, 3, 4])
+def test_interleaving_divides_the_bubble_by_v_once_m_reaches_p(v: int) -> None:
+    """(p − 1)/(v·m + p − 1) (Sec. 2.2.2) when there are at least p micro-batches."""
+    for p, m in SWEEP:
+        if m >= p:
+            _, out = evaluate("pp", state(p, m, "interleaved", v))
+            assert out["bubble"] == pytest.approx((p - 1) / (v * m + p - 1), abs=1e-12), (p, m)
+
+
+def test_gpipe_holds_all_m_and_1f1b_at_most_p() -> None:
+    for p, m in SWEEP:
+        assert evaluate("pp", state(p, m, "gpipe"))[1]["in_flight"] == m
+        in_flight = evaluate("pp", state(p, m, "1f1b"))[1]["in_flight"]
+        assert in_flight <= p and in_flight == min(p, m)
+
+
+@pytest.mark.parametrize(("p", "m", "schedule", "v"), [
+    (4, 4, "gpipe", 1), (1, 1, "gpipe", 1), (1, 32, "1f1b", 1), (8, 32, "gpipe", 1),
+    (8, 32, "1f1b", 1), (3, 7, "1f1b", 1), (4, 4, "interleaved", 2), (8, 32, "interleaved", 4),
+    (5, 3, "interleaved", 3), (1, 4, "interleaved", 2),
+])
+def test_timeline_has_one_box_per_simulated_pass(p: int, m: int, schedule: str, v: int) -> None:
+    html = timeline(render_output("pp", state(p, m, schedule, max(v, 2)), locale("id")).html)
+    assert len(re.findall(r'<rect class="w-pp-f[ "]', html)) == p * m * v
+    assert len(re.findall(r'<rect class="w-pp-b[ "]', html)) == p * m * v
+    assert len(re.findall(r'class="w-pp-[fb] w-pp-k\d', html)) == 2 * p * m * (v - 1)
+    for s in range(p):
+        assert f">GPU {s}</text>" in html
+    assert f">GPU {p}</text>" not in html
+
+
+def test_timeline_boxes_sit_where_the_simulation_puts_them() -> None:
+    html = render_output("pp", {}, locale("id")).html
+    scale = pp.TL_W / 21
+    xs = sorted(float(x) for x in re.findall(r'<rect class="w-pp-[fb]" x="([\d.]+)"', timeline(html)))
+    expected = sorted(pp.TL_X + e.start * scale for e in pp.schedule_events(evaluate("pp", {})[0]))
+    assert xs == pytest.approx(expected, abs=0.01)
+
+
+def test_idle_time_is_grey_only_when_there_is_a_bubble() -> None:
+    assert 'class="w-pp-idle"' in timeline(render_output("pp", {}, locale("id")).html)
+    assert '<rect class="w-pp-idle"' not in timeline(render_output("pp", state(1, 8), locale("id")).html)
+
+
+def test_rows_carry_the_layer_ranges_of_calc() -> None:
+    html = timeline(render_output("pp", {}, locale("id")).html)
+    for first, last in stage_layers(32, 4):
+        assert f">L{first}–{last}</text>" in html
+    note = render_output("pp", state(4, 8, "interleaved", 2), locale("id")).html
+    assert "GPU 0 memegang L0–3, 16–19" in note  # chunk c of GPU 0 is virtual stage c·p
+
+
+def test_numbers_show_when_boxes_are_wide_and_hide_when_thin() -> None:
+    small = timeline(render_output("pp", {}, locale("id")).html)
+    assert len(re.findall(r'<text class="w-pp-num', small)) == 2 * 4 * 4
+    numbers = re.findall(r'<text class="w-pp-num"[^>]*>(\d+)</text>', small)  # 1-based, as in the seed
+    assert sorted(numbers) == sorted(str(i) for i in range(1, 5) for _ in range(2 * 4))
+    big = render_output("pp", BIG, locale("id")).html
+    assert "w-pp-num" not in timeline(big)
+    assert "terlalu sempit" in big
+
+
+def test_time_axis_is_in_units_backward_twice_forward() -> None:
+    html = render_output("pp", {}, locale("zh")).html
+    ticks = re.findall(r'<text class="w-fig-tick" x="[\d.]+" y="\d+" text-anchor="middle">(\d+)</text>', timeline(html))
+    assert ticks == ["0", "5", "10", "15", "20"]
+    assert "一步共 21 个单位" in html and "反向记 2 个单位" in html
+
+
+def test_activation_bars_per_stage_read_the_simulation() -> None:
+    html = render_output("pp", state(4, 16, "1f1b"), locale("id")).html
+    act = re.search(r'aria-labelledby="w-pp-act-t.*?</svg>', html).group(0)
+    assert re.findall(r'<text class="w-fig-value"[^>]*>([\d,]+)</text>', act) == ["4", "3", "2", "1"]
+    gpipe = re.search(r'aria-labelledby="w-pp-act-t.*?</svg>', render_output("pp", state(4, 16), locale("id")).html).group(0)
+    assert re.findall(r'<text class="w-fig-value"[^>]*>([\d,]+)</text>', gpipe) == ["16"] * 4
+
+
+def test_interleaved_units_keep_their_decimals() -> None:
+    """A chunk's pass lasts 1/v unit: 4 stages, 4 micro-batches, v = 2 take 16.5 units."""
+    out = render_output("pp", state(4, 4, "interleaved", 2), locale("id"))
+    assert out.values["total_units"] == 16.5
+    assert 'data-out="total_units" data-value="16.5">16,5<' in out.html
+    assert "sibuk 12 dari 16,5 unit" in sentence(out.html)
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize(("p", "m", "schedule", "v"), [
+    (4, 4, "gpipe", 2), (1, 4, "gpipe", 2), (8, 32, "1f1b", 2), (8, 5, "1f1b", 2),
+    (4, 8, "interleaved", 2), (8, 32, "interleaved", 4), (8, 5, "interleaved", 3),
+])
+def test_sentence_states_the_current_numbers(lang: str, p: int, m: int, schedule: str, v: int) -> None:
+    loc = locale(lang)
+    out = render_output("pp", state(p, m, schedule, v), locale(lang))
+    text = sentence(out.html)
+    keys = ["bubble", "busy_units", "total_units"]
+    keys += ["state_per_gpu_bytes"] if p == 1 else ["bubble_formula", "activation_transfer_bytes"]
+    if p > 1 and schedule != "interleaved":
+        keys.append("in_flight")
+    for key in keys:
+        assert loc.format(pp.OUTPUTS[key], out.values[key]) in text, (key, text)
+    assert loc.integer(m) in text
+    if schedule == "interleaved" and p > 1:
+        assert f"v = {v}" in text
+
+
+def test_sentence_changes_with_the_meaning() -> None:
+    loc = locale("id")
+    assert "tanpa menunggu" in sentence(render_output("pp", state(1, 4), loc).html)
+    assert "GPipe menyimpan aktivasi 4 micro-batch" in sentence(render_output("pp", {}, loc).html)
+    assert "paling banyak 4 micro-batch, bukan 16" in sentence(render_output("pp", state(4, 16, "1f1b"), loc).html)
+    assert "m tidak melebihi p" in sentence(render_output("pp", state(8, 5, "1f1b"), loc).html)
+    assert "sama dengan (p − 1)/(v·m + p − 1)" in sentence(render_output("pp", state(4, 8, "interleaved"), loc).html)
+    assert "mengandaikan m ≥ p = 8" in sentence(render_output("pp", state(8, 5, "interleaved", 3), loc).html)
+
+
+def test_render_of_the_largest_schedule_stays_fast() -> None:
+    """8 stages × 32 micro-batches × 4 chunks: 2,048 boxes; render reuses compute()'s
+    simulation, so a live update costs one simulation plus one render."""
+    loc = locale("id")
+    st, values = evaluate("pp", BIG)
+    start = time.perf_counter()
+    for _ in range(5):
+        pp.render(st, values, loc)
+    assert (time.perf_counter() - start) / 5 < 0.1

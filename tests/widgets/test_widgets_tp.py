@@ -1,0 +1,114 @@
+"""Widget `tp` reproduces the seed explainer's step 4 (WIDGETS.md) and draws Megatron's
+split MLP: t column blocks, t row blocks, t partial sums, one all-reduce over the link."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from calc.hardware import LINKS
+from widgets import tp
+from widgets.core import evaluate, render_output
+from widgets.native import locale
+
+# WIDGETS.md, row `tp`: t = 4 over NVLink, Llama 2 7B, one 4,096-token sequence.
+SEED = {
+    "weights_per_gpu_layer": 50.59e6,
+    "state_per_gpu_bytes": 26.96e9,
+    "sent_per_gpu_layer_bytes": 201.3e6,
+    "comm_time": 4.474e-4,
+    "compute_time": 8.289e-3,
+    "comm_over_compute": 0.054,
+}
+STATES = [{"tp": t, "link": link} for t in ("1", "2", "4", "8") for link in ("nvlink", "network")]
+
+
+def sentence(html: str) -> str:
+    return re.search(r'<p class="w-sentence">(.*?)</p>', html).group(1)
+
+
+@pytest.mark.parametrize("key", SEED)
+def test_default_state_reproduces_the_seed_within_a_tenth_of_a_percent(key: str) -> None:
+    _, values = evaluate("tp", {})
+    assert values[key] == pytest.approx(SEED[key], rel=1e-3)
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_comm_time_is_the_chosen_links_and_the_network_is_nine_times_slower(state: dict) -> None:
+    _, v = evaluate("tp", state)
+    assert v["comm_time"] == v[f"comm_time_{state['link']}"]
+    assert v["link_bytes_per_s"] == LINKS[state["link"]].bytes_per_s
+    assert v["comm_time_network"] == pytest.approx(9 * v["comm_time_nvlink"])  # 450 vs 50 GB/s
+
+
+def test_eight_gpus_over_the_network_wait_longer_than_they_compute() -> None:
+    """The seed's point: tensor parallelism stays inside the node."""
+    _, nvlink = evaluate("tp", {"tp": "8"})
+    _, network = evaluate("tp", {"tp": "8", "link": "network"})
+    assert nvlink["comm_over_compute"] < 0.2 < 1 < network["comm_over_compute"]
+
+
+@pytest.mark.parametrize("t", [1, 2, 4, 8])
+def test_figure_splits_a_by_columns_b_by_rows_one_colour_per_gpu(t: int) -> None:
+    html = render_output("tp", {"tp": str(t)}, locale("id")).html
+    mlp = re.search(r'<svg class="w-figure"[^>]*aria-labelledby="w-tp-mlp-t.*?</svg>', html).group(0)
+    for i in range(t):  # A's column block, Y's local slice, B's row block, (t > 1) the partial sum
+        assert len(re.findall(rf'<rect class="w-tp-g{i} w-tp-block"', mlp)) == 3
+        assert len(re.findall(rf'<rect class="w-tp-g{i} w-tp-card"', mlp)) == (1 if t > 1 else 0)
+    assert f"w-tp-g{t}" not in mlp
+    assert ("Σ" in mlp) == (t > 1)
+    assert html.count('<span class="w-swatch w-tp-g') == t  # the legend names each GPU
+
+
+def test_the_link_is_visible_in_the_figure() -> None:
+    nvlink = render_output("tp", {}, locale("id")).html
+    network = render_output("tp", {"link": "network"}, locale("id")).html
+    assert 'class="w-tp-sum w-tp-nvlink"' in nvlink and "w-tp-network" not in nvlink
+    assert 'class="w-tp-sum w-tp-network"' in network and ">jaringan</text>" in network
+
+
+def test_time_bars_show_compute_and_both_links_the_unchosen_one_faded() -> None:
+    html = render_output("tp", {"link": "network", "tp": "8"}, locale("zh")).html
+    bars = re.search(r'aria-labelledby="w-tp-time-t.*?</svg>', html).group(0)
+    widths = [float(w) for w in re.findall(r'<rect class="w-c\d" x="\d+" y="\d+" width="([\d.]+)"', bars)]
+    _, v = evaluate("tp", {"link": "network", "tp": "8"})
+    compute, nvlink, network = widths
+    assert network / compute == pytest.approx(v["comm_time_network"] / v["compute_time"], rel=0.01)
+    assert nvlink / compute == pytest.approx(v["comm_time_nvlink"] / v["compute_time"], rel=0.01)
+    assert bars.count('<g class="w-tp-other">') == 1
+    assert re.search(r'<g class="w-tp-other"><text[^>]*>NVLink</text>', bars)
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize("state", STATES)
+def test_sentence_states_the_current_numbers(lang: str, state: dict) -> None:
+    loc = locale(lang)
+    out = render_output("tp", state, loc)
+    text = sentence(out.html)
+    keys = ["weights_per_gpu_layer", "state_per_gpu_bytes", "compute_time"]
+    if state["tp"] != "1":
+        keys += ["sent_per_gpu_layer_bytes", "comm_time", "comm_over_compute",
+                 "comm_time_nvlink", "comm_time_network"]
+    for key in keys:
+        assert loc.format(tp.OUTPUTS[key], out.values[key]) in text, (key, text)
+
+
+def test_sentence_changes_with_the_meaning() -> None:
+    loc = locale("id")
+    single = sentence(render_output("tp", {"tp": "1"}, loc).html)
+    split = sentence(render_output("tp", {}, loc).html)
+    slower = sentence(render_output("tp", {"tp": "8", "link": "network"}, loc).html)
+    assert "tanpa all-reduce" in single and "Lewat" not in single
+    assert "Lewat NVLink 450 GB/s itu butuh 0,447 ms, dibanding 8,29 ms komputasi" in split
+    assert "lebih lama dari 4,14 ms komputasinya" in slower
+    zh = sentence(render_output("tp", {"tp": "8", "link": "network"}, locale("zh")).html)
+    assert "走网络 50 GB/s 需要 4.7 毫秒，比计算的 4.14 毫秒还长" in zh
+
+
+def test_figure_is_accessible_and_described_in_both_languages() -> None:
+    for lang, word in (("id", "blok kolom"), ("zh", "按列")):
+        html = render_output("tp", {}, locale(lang)).html
+        assert html.count('role="img"') == 2
+        assert re.search(r'<desc id="w-tp-mlp-d">[^<]*4[^<]*NVLink', html)
+        assert word in html

@@ -1,0 +1,139 @@
+"""Widget `zero` reproduces the seed explainer's step 3 (WIDGETS.md, row `zero`) and the
+ZeRO paper's claims: memory falls with every stage and every GPU added; stages 1–2
+cost what data parallelism costs, stage 3 half as much again."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from calc.models import MODELS
+from widgets import zero
+from widgets.core import evaluate, format_value, render_output
+from widgets.native import locale
+
+# WIDGETS.md, row `zero`: the seed's figures at the default state (8 GPUs, ZeRO-1, Llama 2 7B).
+SEED = {
+    "state_per_gpu_bytes": 37.07e9,
+    "reduction": 2.909,
+    "sent_per_gpu_bytes": 23.59e9,
+    "fits": 1,
+}
+STAGES = ("0", "1", "2", "3")
+GPU_COUNTS = range(1, 65)
+
+
+def sentence_of(html: str) -> str:
+    return re.search(r'<p class="w-sentence">(.*?)</p>', html).group(1)
+
+
+def values(**state: object) -> dict[str, float]:
+    return evaluate("zero", state)[1]
+
+
+@pytest.mark.parametrize("key", SEED)
+def test_default_state_reproduces_the_seed_within_a_tenth_of_a_percent(key: str) -> None:
+    assert values()[key] == pytest.approx(SEED[key], rel=1e-3)
+
+
+def test_stage_0_is_plain_data_parallelism() -> None:
+    plain, dp = values(stage="0"), evaluate("dp", {})[1]
+    assert plain["state_per_gpu_bytes"] == dp["state_per_gpu_bytes"] == plain["dp_state_per_gpu_bytes"]
+    assert plain["sent_per_gpu_bytes"] == pytest.approx(dp["sent_per_gpu_bytes"])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_memory_never_grows_with_the_stage_or_the_number_of_gpus(model: str) -> None:
+    grid = {(n, s): values(gpus=n, stage=s, model=model)["state_per_gpu_bytes"] for n in GPU_COUNTS for s in STAGES}
+    for n in GPU_COUNTS:
+        by_stage = [grid[n, s] for s in STAGES]
+        assert by_stage == sorted(by_stage, reverse=True)
+    for s in STAGES:
+        by_n = [grid[n, s] for n in GPU_COUNTS]
+        assert by_n == sorted(by_n, reverse=True)
+        if s != "0":
+            assert by_n[-1] < by_n[0]
+
+
+@pytest.mark.parametrize("n", [2, 8, 64])
+def test_stage_3_sends_one_and_a_half_times_plain_dp_and_stages_1_2_the_same(n: int) -> None:
+    plain = values(gpus=n, stage="0")["sent_per_gpu_bytes"]
+    for s in ("1", "2"):
+        v = values(gpus=n, stage=s)
+        assert v["sent_per_gpu_bytes"] == pytest.approx(plain) and v["comm_over_dp"] == 1
+    v = values(gpus=n, stage="3")
+    assert v["sent_per_gpu_bytes"] == pytest.approx(1.5 * plain) and v["comm_over_dp"] == 1.5
+
+
+def test_stage_3_on_64_gpus_divides_the_state_by_64() -> None:
+    v = values(gpus=64, stage="3")
+    assert v["reduction"] == pytest.approx(64)
+    assert v["state_per_gpu_bytes"] == pytest.approx(v["dp_state_per_gpu_bytes"] / 64)
+
+
+def test_parts_add_up_and_the_whole_model_is_16_bytes_per_parameter() -> None:
+    v = values(stage="2")
+    assert v["weights_per_gpu_bytes"] + v["grads_per_gpu_bytes"] + v["optimizer_per_gpu_bytes"] == pytest.approx(v["state_per_gpu_bytes"])
+    assert v["weights_bytes"] + v["grads_bytes"] + v["optimizer_bytes"] == v["dp_state_per_gpu_bytes"]
+    assert v["weights_per_gpu_bytes"] == v["weights_bytes"] and v["grads_per_gpu_bytes"] == v["grads_bytes"] / 8
+
+
+def test_default_numbers_in_both_languages() -> None:
+    assert format_value("zero", "state_per_gpu_bytes", {}, locale("id")) == "37,1 GB"
+    assert format_value("zero", "fits", {}, locale("zh")) == "是"
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize("state", [
+    {}, {"stage": "0"}, {"stage": "2", "gpus": 3, "model": "llama2-70b"}, {"stage": "3", "gpus": 64},
+    {"stage": "3", "model": "gpt3-175b"},
+])
+def test_sentence_states_the_current_numbers(lang: str, state: dict) -> None:
+    loc = locale(lang)
+    out = render_output("zero", state, loc)
+    sentence = sentence_of(out.html)
+    keys = ["state_per_gpu_bytes", "sent_per_gpu_bytes", "gpu_memory_bytes"]
+    stage = out.state["stage"]
+    keys += {"0": [], "1": ["reduction", "optimizer_bytes", "weights_per_gpu_bytes", "grads_per_gpu_bytes"],
+             "2": ["reduction", "weights_per_gpu_bytes"], "3": ["reduction", "comm_over_dp"]}[stage]
+    for key in keys:
+        assert loc.format(zero.OUTPUTS[key], out.values[key]) in sentence, key
+    assert loc.integer(int(out.state["gpus"])) in sentence
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_sentence_changes_with_the_stage_with_fitting_and_with_one_gpu(lang: str) -> None:
+    loc = locale(lang)
+    sentences = {sentence_of(render_output("zero", {"stage": s}, loc).html) for s in STAGES}
+    assert len(sentences) == 4
+    fits = sentence_of(render_output("zero", {"stage": "1"}, loc).html)
+    over = sentence_of(render_output("zero", {"stage": "1", "model": "llama2-70b"}, loc).html)
+    assert fits.rsplit(loc.format("bytes", 80e9), 1)[0] != over.rsplit(loc.format("bytes", 80e9), 1)[0]
+    one = sentence_of(render_output("zero", {"gpus": 1}, loc).html)
+    assert one not in sentences and loc.format("bytes", values(gpus=1)["state_per_gpu_bytes"]) in one
+
+
+@pytest.mark.parametrize(("n", "stage", "rows", "owned"), [
+    (1, "1", 1, 0),  # one GPU: nothing to shard
+    (8, "0", 8, 0),
+    (8, "1", 8, 8),  # the optimizer shard of each GPU
+    (8, "2", 8, 16),
+    (8, "3", 8, 24),
+    (64, "3", 8, 24),  # GPU 0..6, an ellipsis, GPU 63
+])
+def test_figure_draws_a_row_per_gpu_and_highlights_its_shards(n: int, stage: str, rows: int, owned: int) -> None:
+    html = render_output("zero", {"gpus": n, "stage": stage}, locale("id")).html
+    svg_map = re.search(r'<svg[^>]*aria-labelledby="w-zero-map-t.*?</svg>', html).group(0)
+    assert len(re.findall(r">GPU \d+</text>", svg_map)) == rows
+    assert svg_map.count("w-zero-owned") == owned
+    assert ("GPU 63" in svg_map and "56 GPU lainnya" in svg_map) == (n == 64)
+    assert 'class="w-limit"' in html  # the 80 GB line
+
+
+def test_figure_says_whether_it_fits() -> None:
+    loc = locale("id")
+    assert "37,1 GB: muat" in render_output("zero", {}, loc).html
+    over = render_output("zero", {"stage": "0"}, loc).html
+    assert "107,8 GB: tidak muat" in over and 'class="w-over"' in over
+    assert re.search(r'<desc id="w-zero-mem-d">[^<]*37,1 GB[^<]*80 GB[^<]*107,8 GB', render_output("zero", {}, loc).html)

@@ -1,0 +1,255 @@
+"""Widget `pp`: pipeline parallelism (seed 000, step 5).
+
+The layers are split into p stages and the batch into m micro-batches. The timeline
+comes from simulating the schedule (calc.pipeline.simulate_schedule), and the bubble
+is read off that simulation, not drawn from the formula.
+
+The figure draws the simulated events: one row per stage (GPU s with its layers),
+forward and backward boxes numbered by micro-batch, idle time grey, a time axis in
+units of one forward pass (backward = 2 units); interleaved chunks are lighter shades.
+A second, small chart shows the activations each stage holds at its peak.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Mapping
+
+from calc import pipeline
+from calc.pipeline import ScheduleSummary, simulate_schedule, summarize_schedule
+
+from .common import MODEL, all_values_table, model_params, output_label
+from .html import esc, num, stat_cards, svg
+from .locale import Locale
+from .spec import Choice, Range
+
+NAME = "pp"
+FWD, BWD = 1, 2  # time units of a forward and a backward pass (backward = 2 × forward)
+
+CONTROLS = (
+    Range("stages", lo=1, hi=8, step=1, default=4, integer=True, display="integer"),
+    Range("microbatches", lo=1, hi=32, step=1, default=4, integer=True, display="integer"),
+    Choice("schedule", ("gpipe", "1f1b", "interleaved"), "gpipe", radio=True),
+    Range("chunks", lo=2, hi=4, step=1, default=2, integer=True, display="integer"),
+    MODEL,
+)
+
+OUTPUTS: dict[str, str] = {
+    "bubble": "fraction",
+    "bubble_formula": "fraction",
+    "layers_per_gpu": "integer",
+    "state_per_gpu_bytes": "bytes",
+    # Whole numbers except with interleaving, where a chunk's pass lasts 1/v unit.
+    "busy_units": "number",
+    "total_units": "number",
+    "in_flight": "number",
+    "activation_transfer_bytes": "bytes",
+}
+
+
+@lru_cache(maxsize=16)
+def _simulated(p: int, m: int, schedule: str, chunks: int) -> tuple[tuple[pipeline.ScheduleEvent, ...], ScheduleSummary]:
+    """The simulated schedule and its summary, memoized: compute() and render() of one
+    state share one simulation (the largest, 8 × 32 × 4 chunks, has 2,048 events)."""
+    events = tuple(simulate_schedule(p, m, schedule, chunks=chunks, fwd=FWD, bwd=BWD))
+    return events, summarize_schedule(list(events))
+
+
+def _key(state: Mapping[str, Any]) -> tuple[int, int, str, int]:
+    return int(state["stages"]), int(state["microbatches"]), state["schedule"], int(state["chunks"])
+
+
+def schedule_events(state: Mapping[str, Any]) -> list[pipeline.ScheduleEvent]:
+    return list(_simulated(*_key(state))[0])
+
+
+def compute(state: Mapping[str, Any]) -> dict[str, float]:
+    model, params = model_params(state)
+    p, m = state["stages"], state["microbatches"]
+    v = state["chunks"] if state["schedule"] == "interleaved" else 1
+    summary = _simulated(*_key(state))[1]
+    return {
+        "bubble": summary.bubble_fraction,
+        "bubble_formula": pipeline.bubble_fraction(p, m, v),
+        "layers_per_gpu": pipeline.layers_per_stage(model.layers, p),
+        "state_per_gpu_bytes": pipeline.state_per_gpu_bytes(params, p),
+        "busy_units": summary.busy_time,
+        "total_units": summary.total_time,
+        "in_flight": summary.peak_in_flight[0],
+        "activation_transfer_bytes": pipeline.activation_transfer_bytes(model.seq_len, model.hidden),
+    }
+
+
+def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str:
+    """Stat cards, the simulated timeline, the activations in flight, the sentence and
+    the table of values."""
+    model, _ = model_params(state)
+    p, m, schedule, chunks = _key(state)
+    events, summary = _simulated(p, m, schedule, chunks)
+    chunks = chunks if schedule == "interleaved" else 1
+    f = {key: loc.format(kind, v[key]) for key, kind in OUTPUTS.items()}
+    cards = stat_cards([
+        (output_label(NAME, "bubble", loc), "bubble", v["bubble"], "fraction"),
+        (output_label(NAME, "layers_per_gpu", loc), "layers_per_gpu", v["layers_per_gpu"], "integer"),
+        (output_label(NAME, "state_per_gpu_bytes", loc), "state_per_gpu_bytes", v["state_per_gpu_bytes"], "bytes"),
+        (output_label(NAME, "in_flight", loc), "in_flight", v["in_flight"], "number"),
+    ], loc)
+    return (f'{cards}{figure(model, p, m, schedule, chunks, events, summary, v, f, loc)}'
+            f'<p class="w-sentence">{_sentence(model, p, m, schedule, chunks, v, f, loc)}</p>'
+            f'{all_values_table(NAME, OUTPUTS, v, loc)}')
+
+
+def _sentence(model: Any, p: int, m: int, schedule: str, chunks: int, v: Mapping[str, float],
+              f: Mapping[str, str], loc: Locale) -> str:
+    common = dict(p=loc.integer(p), m=loc.integer(m), bubble=f["bubble"], formula=f["bubble_formula"],
+                  busy=f["busy_units"], total=f["total_units"], in_flight=f["in_flight"],
+                  transfer=f["activation_transfer_bytes"], seq=loc.integer(model.seq_len))
+    if p == 1:
+        return loc.h("pp.sentence_single", layers=loc.integer(model.layers), state=f["state_per_gpu_bytes"], **common)
+    if schedule == "interleaved":
+        clause = "pp.formula_same" if f["bubble"] == f["bubble_formula"] else "pp.formula_differs"
+        return loc.h("pp.sentence_interleaved", v=loc.integer(chunks),
+                     formula_clause=loc.t(clause, formula=f["bubble_formula"], p=loc.integer(p)), **common)
+    if schedule == "1f1b":
+        template = "pp.sentence_1f1b" if v["in_flight"] < m else "pp.sentence_1f1b_few"
+        return loc.h(template, **common)
+    return loc.h("pp.sentence_gpipe", **common)
+
+
+# -- the figure -------------------------------------------------------------------------
+# SVGs 400 units wide (legible on a 375 px phone); heading, legend and notes are HTML.
+WIDTH = 400
+TL_X, TL_W = 62, 334  # the timeline's left edge and width; stage labels to its left
+TICK_STEPS = (1, 2, 5, 10, 20, 50, 100)
+KIND_CLASS = {"F": "w-pp-f", "B": "w-pp-b"}
+DIGIT_W = 5.6  # width of one digit of a box's number (10 px font), in SVG units
+LABEL_CHARS = 11  # longest layer label that fits left of the timeline (L0–3, 16–19)
+
+
+def _tick_step(total: float) -> int:
+    return next((s for s in TICK_STEPS if total / s <= 8), TICK_STEPS[-1])
+
+
+def _range_text(first: int, last: int) -> str:
+    return f"{first}–{last}" if last > first else f"{first}"
+
+
+def _stage_labels(model: Any, p: int, chunks: int) -> list[str]:
+    """Layers of each stage, L0–7; with interleaving each GPU holds v chunks, p stages
+    apart (chunk c of GPU s is virtual stage c·p + s): L0–3, 16–19."""
+    if chunks == 1:
+        return ["L" + _range_text(a, b) for a, b in pipeline.stage_layers(model.layers, p)]
+    virtual = pipeline.stage_layers(model.layers, p * chunks)
+    return ["L" + ", ".join(_range_text(*virtual[c * p + s]) for c in range(chunks)) for s in range(p)]
+
+
+def _timeline_svg(p: int, m: int, events: tuple[pipeline.ScheduleEvent, ...], summary: ScheduleSummary,
+                  labels: list[str], loc: Locale, title: str, desc: str) -> str:
+    """One row per stage: idle gaps grey, then each simulated pass as a box."""
+    row_h = 26 if p <= 4 else 22
+    box_h = row_h - 6
+    top = 2
+    rows_h = p * row_h
+    total = summary.total_time
+    scale = TL_W / total
+    digits_w = len(str(m)) * DIGIT_W + 3
+    parts: list[str] = []
+    # time axis: grid lines and ticks in units
+    step = _tick_step(total)
+    for k in range(0, int(total // step) + 1):
+        x = TL_X + k * step * scale
+        parts.append(f'<line class="w-grid" x1="{num(x)}" y1="{top}" x2="{num(x)}" y2="{top + rows_h + 3}"/>'
+                     f'<text class="w-fig-tick" x="{num(x)}" y="{top + rows_h + 15}" text-anchor="middle">{esc(loc.integer(k * step))}</text>')
+    # stage labels and idle time (the gaps between a stage's passes)
+    by_stage: list[list[pipeline.ScheduleEvent]] = [[] for _ in range(p)]
+    for e in events:
+        by_stage[e.stage].append(e)
+    show_layers = max(len(text) for text in labels) <= LABEL_CHARS  # else only in the note
+    for s in range(p):
+        y = top + s * row_h
+        gpu = esc(loc.t("pp.figure.gpu", index=loc.integer(s)))
+        if show_layers:
+            parts.append(f'<text class="w-fig-note" x="{TL_X - 5}" y="{y + row_h / 2 - 1}" text-anchor="end">{gpu}</text>'
+                         f'<text class="w-fig-tick w-pp-layers" x="{TL_X - 5}" y="{y + row_h / 2 + 9}" text-anchor="end">{esc(labels[s])}</text>')
+        else:
+            parts.append(f'<text class="w-fig-note" x="{TL_X - 5}" y="{y + row_h / 2 + 4}" text-anchor="end">{gpu}</text>')
+        clock = 0.0
+        for e in by_stage[s] + [None]:  # type: ignore[list-item]
+            start = total if e is None else e.start
+            if start - clock > 1e-9:  # a real gap, not a rounding residue
+                parts.append(f'<rect class="w-pp-idle" x="{num(TL_X + clock * scale)}" y="{num(y + 3)}"'
+                             f' width="{num((start - clock) * scale)}" height="{box_h}"/>')
+            if e is not None:
+                clock = e.end
+    # the passes, numbered by micro-batch (1-based, as in the seed) when there is room
+    boxes = []
+    for e in events:
+        x = TL_X + e.start * scale
+        w = (e.end - e.start) * scale
+        y = top + e.stage * row_h + 3
+        cls = KIND_CLASS[e.kind] + (f" w-pp-k{e.chunk}" if e.chunk else "") + ("" if w >= 3 else " w-pp-thin")
+        boxes.append(f'<rect class="{cls}" x="{num(x)}" y="{y}" width="{num(w)}" height="{box_h}"/>')
+        if w >= digits_w:
+            boxes.append(f'<text class="w-pp-num{" w-pp-num-k" if e.chunk else ""}" x="{num(x + w / 2)}" y="{y + box_h / 2 + 3.5}" text-anchor="middle">{e.microbatch + 1}</text>')
+    parts.extend(boxes)
+    return svg("w-pp-timeline", WIDTH, top + rows_h + 20, "".join(parts), title, desc)
+
+
+ACT_X, ACT_W = 62, 280
+
+
+def _activations_svg(p: int, m: int, summary: ScheduleSummary, loc: Locale, title: str, desc: str) -> str:
+    """Peak micro-batches of activations held per stage, against m (all of them)."""
+    row_h = 16
+    peaks = summary.peak_in_flight
+    scale = ACT_W / max(m, *peaks)
+    parts = []
+    ref = ACT_X + m * scale
+    height = p * row_h + 16
+    parts.append(f'<line class="w-pp-ref" x1="{num(ref)}" y1="12" x2="{num(ref)}" y2="{height}"/>'
+                 f'<text class="w-fig-tick" x="{num(ref)}" y="9" text-anchor="end">{esc(loc.t("pp.figure.all_m", m=loc.integer(m)))}</text>')
+    for s, peak in enumerate(peaks):
+        y = 14 + s * row_h
+        end = ACT_X + peak * scale
+        parts.append(f'<text class="w-fig-note" x="{ACT_X - 5}" y="{y + 11}" text-anchor="end">{esc(loc.t("pp.figure.gpu", index=loc.integer(s)))}</text>'
+                     f'<rect class="w-c4" x="{ACT_X}" y="{y + 2}" width="{num(peak * scale)}" height="{row_h - 5}"/>'
+                     f'<text class="w-fig-value" x="{num(end + 4)}" y="{y + 11}">{esc(loc.number(peak))}</text>')
+    return svg("w-pp-act", WIDTH, height + 2, "".join(parts), title, desc)
+
+
+def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple[pipeline.ScheduleEvent, ...],
+           summary: ScheduleSummary, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
+    L = lambda key, **kw: loc.t(f"pp.figure.{key}", **kw)  # noqa: E731
+    name = loc.t(f"pp.controls.schedule.options.{schedule}")
+    labels = _stage_labels(model, p, chunks)
+    heading = L("timeline", schedule=name) if chunks == 1 else L("timeline_interleaved", schedule=name, v=loc.integer(chunks))
+    timeline_desc = L("timeline_desc", p=loc.integer(p), m=loc.integer(m), total=f["total_units"],
+                      busy=f["busy_units"], bubble=f["bubble"])
+    legend = [f'<li><span class="w-swatch w-pp-f"></span>{esc(L("forward"))}</li>',
+              f'<li><span class="w-swatch w-pp-b"></span>{esc(L("backward"))}</li>']
+    for c in range(chunks if chunks > 1 else 0):
+        legend.append(f'<li><span class="w-swatch w-pp-f w-pp-k{c}"></span><span class="w-swatch w-pp-b w-pp-k{c}"></span>'
+                      f'{esc(L("chunk", index=loc.integer(c)))}</li>')
+    legend.append(f'<li><span class="w-swatch w-pp-idle"></span>{esc(L("idle"))}</li>')
+    axis = L("axis", total=f["total_units"], busy=f["busy_units"])
+    if chunks > 1:
+        axis += " " + L("axis_interleaved", v=loc.integer(chunks), layers=labels[0])
+    unit_w = TL_W / summary.total_time / chunks  # width of a chunk's one unit of time
+    digits_w = len(str(m)) * DIGIT_W + 3
+    if digits_w > BWD * unit_w:
+        axis += " " + L("no_numbers")
+    elif digits_w > FWD * unit_w:
+        axis += " " + L("no_numbers_forward")
+    act_heading = L("activations")
+    act_desc = L("activations_desc", peaks=", ".join(loc.number(x) for x in summary.peak_in_flight), m=loc.integer(m))
+    act_note = L(f"activations_{schedule}", m=loc.integer(m), p=loc.integer(p), v=loc.integer(chunks))
+    return (
+        f'<figure class="w-fig w-pp-fig">'
+        f'<figcaption class="w-fig-heading">{esc(heading)}</figcaption>'
+        f'{_timeline_svg(p, m, events, summary, labels, loc, heading, timeline_desc)}'
+        f'<p class="w-pp-note">{esc(axis)}</p>'
+        f'<ul class="w-legend w-pp-legend">{"".join(legend)}</ul>'
+        f'<p class="w-fig-heading">{esc(act_heading)}</p>'
+        f'{_activations_svg(p, m, summary, loc, act_heading, act_desc)}'
+        f'<p class="w-pp-note">{esc(act_note)}</p></figure>'
+    )
