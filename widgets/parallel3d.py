@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping, NamedTuple
 from urllib.parse import quote
 
-from calc import parallel3d
+from calc import parallel3d, zero
 from calc.hardware import DEFAULT_GPU, GPUS, GPUS_PER_NODE
 from calc.models import MODELS
 from calc.pipeline import stage_layers
@@ -53,6 +53,9 @@ OUTPUTS: dict[str, str] = {
     "train_time": "seconds",
     "tokens": "count",
     "gpu_memory_bytes": "bytes",
+    "weights_per_gpu_bytes": "bytes",
+    "grads_per_gpu_bytes": "bytes",
+    "optimizer_per_gpu_bytes": "bytes",
     "gpu_flops": "flops_per_s",
 }
 
@@ -75,6 +78,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     t, p, d = degrees(state)
     stage = ZERO_STAGE_ON if state["zero_on"] else 0
     memory = parallel3d.state_per_gpu_bytes(params, t, p, d, stage)
+    # The same state by component: each GPU holds 1/(t·p) of the model, ZeRO-sharded over d.
+    parts = zero.state_per_gpu(params / (t * p), d, stage)
     return {
         "gpus": parallel3d.gpus(t, p, d),
         "nodes": parallel3d.nodes(t, p, d),
@@ -88,6 +93,9 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "tokens": model.train_tokens,
         "gpu_memory_bytes": GPU.memory_bytes,
         "gpu_flops": GPU.flops_per_s,
+        "weights_per_gpu_bytes": parts.weights,
+        "grads_per_gpu_bytes": parts.grads,
+        "optimizer_per_gpu_bytes": parts.optimizer,
     }
 
 
@@ -235,6 +243,25 @@ def _grid_svg(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale, tit
     return svg("w-p3d-grid", WIDTH, int(height), "".join(parts), title, desc)
 
 
+def _memory_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str) -> str:
+    """One GPU's state by component against its memory (the whole bar is the larger)."""
+    scale = WIDTH / max(v["state_per_gpu_bytes"], v["gpu_memory_bytes"])
+    parts, x = [], 0.0
+    for key, cls in (("weights_per_gpu_bytes", "w-c1"), ("grads_per_gpu_bytes", "w-c2"), ("optimizer_per_gpu_bytes", "w-c3")):
+        width = v[key] * scale
+        parts.append(f'<rect class="{cls}" x="{num(x)}" y="2" width="{num(width)}" height="16"/>')
+        x += width
+    limit = v["gpu_memory_bytes"] * scale
+    parts.append(f'<rect class="w-grid-box" x="0" y="2" width="{num(limit)}" height="16" fill="none"/>'
+                 f'<line class="w-limit" x1="{num(limit)}" y1="0" x2="{num(limit)}" y2="20"/>'
+                 f'<text class="w-fig-note w-p3d-label" x="{num(limit)}" y="34" text-anchor="end">'
+                 f'{esc(loc.t(f"{NAME}.figure.gpu_line", memory=f["gpu_memory_bytes"]))}</text>'
+                 f'<text class="w-fig-value w-p3d-label" x="0" y="34">{esc(f["state_per_gpu_bytes"])}</text>')
+    desc = loc.t(f"{NAME}.figure.memory_desc", weights=f["weights_per_gpu_bytes"], grads=f["grads_per_gpu_bytes"],
+                 optimizer=f["optimizer_per_gpu_bytes"], state=f["state_per_gpu_bytes"], gpu=f["gpu_memory_bytes"])
+    return svg("w-p3d-memory", WIDTH, 38, "".join(parts), title, desc)
+
+
 def _bubble_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str) -> str:
     """One step of a pipeline: the busy part and the bubble, as one bar."""
     busy_w = WIDTH * (1 - v["bubble"])
@@ -263,12 +290,19 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
         bubble_heading = loc.t(f"{NAME}.figure.bubble_heading", microbatches=f["microbatches"], bubble=f["bubble"])
     else:
         bubble_heading = loc.t(f"{NAME}.figure.bubble_heading_none", microbatches=f["microbatches"])
+    memory_heading = loc.t(f"{NAME}.figure.memory_heading", state=f["state_per_gpu_bytes"], gpu=f["gpu_memory_bytes"])
+    memory_legend = "".join(
+        f'<li><span class="w-swatch {cls}"></span>{esc(loc.t(f"{NAME}.figure.{label}", value=f[key]))}</li>'
+        for key, cls, label in (("weights_per_gpu_bytes", "w-c1", "weights"), ("grads_per_gpu_bytes", "w-c2", "grads"),
+                                ("optimizer_per_gpu_bytes", "w-c3", "optimizer")))
     return (
         f'<figure class="w-fig w-p3d-fig">'
         f'<figcaption class="w-fig-heading">{esc(heading)}</figcaption>'
         f'<p class="w-p3d-note">{esc(note)}</p>'
         f'{_grid_svg(state, v, loc, heading)}'
         f'<ul class="w-legend">{legend}</ul>'
+        f'<p class="w-fig-heading">{esc(memory_heading)}</p>'
+        f'{_memory_svg(v, f, loc, memory_heading)}<ul class="w-legend">{memory_legend}</ul>'
         f'<p class="w-fig-heading">{esc(bubble_heading)}</p>'
         f'{_bubble_svg(v, f, loc, bubble_heading)}'
         f'<p class="w-p3d-note">{esc(loc.t(f"{NAME}.figure.note", gpu_flops=f["gpu_flops"]))}</p>'

@@ -212,11 +212,21 @@ def test_node_outline_is_open_where_hidden_replicas_continue_it() -> None:
 @pytest.mark.parametrize("lang", ["id", "zh"])
 def test_figures_are_accessible_svgs_with_a_caption_from_the_numbers(lang: str) -> None:
     page = render_output("parallel3d", {}, locale(lang)).html
-    assert page.count('role="img"') == 2
-    for ident in ("w-p3d-grid", "w-p3d-bubble"):
+    assert page.count('role="img"') == 3
+    for ident in ("w-p3d-grid", "w-p3d-memory", "w-p3d-bubble"):
         assert re.search(rf'<title id="{ident}-t">[^<]+</title><desc id="{ident}-d">[^<]+</desc>', page)
     caption = re.search(r'<figcaption class="w-fig-heading">([^<]+)</figcaption>', page).group(1)
     assert "8 TP × 4 PP × 8 DP = 256" in caption and "32" in caption
+
+
+def test_the_memory_bar_shows_zero_shrinking_the_adam_state() -> None:
+    on = render_output("parallel3d", {}, locale("id"))
+    off = render_output("parallel3d", {"zero_on": "0"}, locale("id"))
+    assert on.values["optimizer_per_gpu_bytes"] * 8 == pytest.approx(off.values["optimizer_per_gpu_bytes"])
+    assert on.values["weights_per_gpu_bytes"] == off.values["weights_per_gpu_bytes"]
+    total = sum(on.values[k] for k in ("weights_per_gpu_bytes", "grads_per_gpu_bytes", "optimizer_per_gpu_bytes"))
+    assert total == pytest.approx(on.values["state_per_gpu_bytes"])
+    assert "state Adam 315,9 MB" in on.html and "state Adam 2,53 GB" in off.html
 
 
 def test_the_bubble_bar_shows_the_bubble_and_turns_red_when_large() -> None:
