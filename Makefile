@@ -9,8 +9,10 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 export PYTHONDONTWRITEBYTECODE := 1
+# Reproducible builds: dates in the sitemap and the wheel come from the last commit.
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
 
-.PHONY: install build serve test check clean chromium
+.PHONY: install build serve test check bench clean chromium
 
 install: $(VENV)/.installed node_modules/.installed chromium
 
@@ -46,6 +48,10 @@ check: $(VENV)/.installed
 
 test: install
 	$(PY) -m pytest
+
+# Speed figures (prints a table; record them in bench/RESULTS.md).
+bench: install
+	$(PY) bench/run.py
 
 clean:
 	rm -rf site .pytest_cache build *.egg-info

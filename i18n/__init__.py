@@ -1,7 +1,14 @@
-"""Tools for translators: load, check and export the widget strings in ``i18n/<lang>.yml``.
+"""Tools for translators: the widget strings (``i18n/<lang>.yml``), the pages
+(``docs/<lang>/``) and the glossary (``i18n/glossary.yml``).
 
-Run ``python -m i18n check`` after editing a catalog; every problem is printed as
-``i18n/zh.yml:9: why.tokens.label: missing key (...)``.
+Run ``python -m i18n check`` after editing; every problem is printed as
+``i18n/zh.yml:9: why.tokens.label: missing key (...)`` or
+``docs/zh/zero.md:63: widgets: missing widget 'zero' (...)``. ``python -m i18n status``
+prints how complete each language is; ``python -m i18n stamp docs/zh/X.md`` records that
+a translation is up to date with its source. Modules: ``catalog`` (reading a catalog),
+``check`` (catalogs against the reference), ``export`` (JSON for the browser), ``pages``
+(page skeletons, staleness, stamping), ``glossary`` (the glossary and term checks),
+``tooltips`` (the Markdown extension for hover definitions), ``status`` (the table).
 """
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ __all__ = [
 
 #: The key shown when a problem concerns the whole file rather than one key.
 FILE_KEY = "(file)"
+#: Files of the i18n directory that are not a language's catalog.
+NOT_CATALOGS = frozenset({"glossary.yml"})
 
 
 class CatalogError(Exception):
@@ -109,7 +111,8 @@ class Catalog:
 
 
 def find_catalogs(directory: str | Path, reference: str = "id") -> list[Path]:
-    """Every ``*.yml`` in ``directory``, the reference language first, then by name.
+    """Every ``*.yml`` in ``directory`` (``glossary.yml`` aside), the reference language
+    first, then by name.
 
     Raises ``FileNotFoundError`` when the directory or the reference catalog is absent.
     """
@@ -119,7 +122,7 @@ def find_catalogs(directory: str | Path, reference: str = "id") -> list[Path]:
     reference_path = directory / f"{reference}.yml"
     if not reference_path.is_file():
         raise FileNotFoundError(f"{reference_path}: the reference catalog is missing")
-    others = sorted(p for p in directory.glob("*.yml") if p.name != reference_path.name)
+    others = sorted(p for p in directory.glob("*.yml") if p.name != reference_path.name and p.name not in NOT_CATALOGS)
     return [reference_path, *others]
 
 

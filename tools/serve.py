@@ -9,9 +9,13 @@ from __future__ import annotations
 import argparse
 import functools
 import posixpath
+import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from widgets.headers import headers_for, parse_headers_file  # noqa: E402
 
 MIME = {
     ".wasm": "application/wasm",
@@ -29,6 +33,13 @@ MIME = {
 class Handler(SimpleHTTPRequestHandler):
     prefix = "/"
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
+    rules: list = []  # from the site's `_headers` file (CSP, caching), as a host would
+
+    def end_headers(self) -> None:
+        path = "/" + self.path.split("?", 1)[0].split("#", 1)[0][len(self.prefix):]
+        for name, value in headers_for(self.rules, path).items():
+            self.send_header(name, value)
+        super().end_headers()
 
     def translate_path(self, path: str) -> str:
         clean = path.split("?", 1)[0].split("#", 1)[0]
@@ -50,9 +61,12 @@ class Handler(SimpleHTTPRequestHandler):
 
 
 def make_server(directory: str | Path, port: int = 0, prefix: str = "/", verbose: bool = False) -> ThreadingHTTPServer:
-    """A server on 127.0.0.1 (port 0 = any free port); call serve_forever() or start()."""
+    """A server on 127.0.0.1 (port 0 = any free port); call serve_forever() or start().
+    The site's `_headers` file, if any, is applied (Content-Security-Policy, caching)."""
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
-    handler = functools.partial(type("PrefixedHandler", (Handler,), {"prefix": prefix}), directory=str(directory))
+    headers_file = Path(directory) / "_headers"
+    rules = parse_headers_file(headers_file.read_text(encoding="utf-8")) if headers_file.is_file() else []
+    handler = functools.partial(type("PrefixedHandler", (Handler,), {"prefix": prefix, "rules": rules}), directory=str(directory))
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.verbose = verbose  # type: ignore[attr-defined]
     server.daemon_threads = True

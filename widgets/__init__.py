@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import dp, parallel3d, pp, tp, why, zero
+from . import bandwidth, collectives, dp, hardware, parallel3d, pp, tp, why, zero
 
 REGISTRY: dict[str, ModuleType] = {
-    module.NAME: module for module in (why, dp, zero, tp, pp, parallel3d)
+    module.NAME: module for module in (why, dp, zero, tp, pp, parallel3d, collectives, hardware, bandwidth)
 }

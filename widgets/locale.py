@@ -122,7 +122,11 @@ class Locale:
                 return self.t(f"units.{unit}", value=self.sig(value / SECONDS_PER[unit]))
         if abs(value) >= 1 or value == 0:
             return self.t("units.second", value=self.sig(value))
-        return self.t("units.millisecond", value=self.sig(value * 1000))
+        if abs(value) >= 1e-3:
+            return self.t("units.millisecond", value=self.sig(value * 1e3))
+        if abs(value) >= 1e-6:
+            return self.t("units.microsecond", value=self.sig(value * 1e6))
+        return self.t("units.nanosecond", value=self.sig(value * 1e9))
 
     def duration_tick(self, value: float) -> str:
         """A whole-number duration for an axis tick: 1 hari, 10 tahun."""

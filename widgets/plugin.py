@@ -3,6 +3,13 @@
 * ```` ```widget NAME ```` fences (optionally with `key: value` lines of control
   overrides) become the widget's complete HTML, rendered natively in the page language.
 * `{{ NAME.OUTPUT key=value ... }}` macros become the formatted output value.
+* The glossary (`i18n/glossary.yml`) becomes hover and focus definitions of its terms
+  in every page (as `*[term]: definition` abbreviations in the page's language, made
+  focusable by `i18n.tooltips`) and fills the `<!-- glossary -->` marker of the glossary
+  page.
+* A page served from the source language because its translation is missing
+  (mkdocs-static-i18n's `fallback_to_default`) gets a banner in the reader's language
+  that links to the Translate page.
 * After the build, the browser runtime (`assets/widgets/`), the Pyodide core copied from
   the pinned npm package, the project wheel (a PEP 517 build) and the strings as JSON are
   written once, at the root of the site, and shared by every language.
@@ -25,9 +32,11 @@ from mkdocs.config import base
 from mkdocs.config import config_options as opt
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.utils import get_relative_url
 
 from . import REGISTRY
 from .core import format_value, render_widget
+from .headers import write_headers
 from .native import locale
 
 log = get_plugin_logger(__name__)
@@ -39,6 +48,8 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]+(?P<name>[\w-]+)[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 MACRO = re.compile(r"\{\{\s*(?P<name>[\w-]+)\.(?P<key>\w+)(?P<args>(?:\s+[\w-]+=[^\s}]+)*)\s*\}\}")
 SLOT = "WIDGETSLOT{:04d}X"
+GLOSSARY_MARKER = re.compile(r"^[ \t]*<!--[ \t]*glossary[ \t]*-->[ \t]*$", re.M)
+TRANSLATE_PAGE = "translate.md"  # where the "not translated yet" banner sends readers
 ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="[^"]*">\s*')
 _WHEELS: dict[str, Path] = {}  # source hash -> built wheel, for this process
 PACKAGES = ("calc", "widgets", "i18n", "markdown_math")  # as in pyproject.toml
@@ -54,6 +65,8 @@ class WidgetsConfig(base.Config):
 class WidgetsPlugin(BasePlugin[WidgetsConfig]):
     def __init__(self) -> None:
         self._slots: dict[str, dict[str, str]] = {}
+        self._glossary: Any = None
+        self._fallback: dict[str, str] = {}  # src_uri -> the language the page is written in
 
     # Why: translators' mistakes must stop the build with file, key and line.
     def on_config(self, config: Any) -> Any:
@@ -64,7 +77,23 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         problems = check(PROJECT / self.config.i18n_dir)
         if problems:
             raise PluginError("i18n check failed:\n" + "\n".join(str(p) for p in problems))
+        self._glossary = self._load_glossary()
+        if self._glossary is not None:
+            for name in ("abbr", "i18n.tooltips"):  # tooltips replaces abbr's processor
+                if name not in config.markdown_extensions:
+                    config.markdown_extensions.append(name)
         return config
+
+    def _load_glossary(self) -> Any:
+        from i18n.glossary import GlossaryError, load_glossary
+
+        path = PROJECT / self.config.i18n_dir / "glossary.yml"
+        if not path.is_file():
+            return None
+        try:
+            return load_glossary(path)
+        except GlossaryError as error:
+            raise PluginError(f"the glossary cannot be read:\n{error}") from None
 
     # Why: a page must be complete without JavaScript, so widgets and numbers render here.
     def on_page_markdown(self, markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -107,13 +136,50 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             line = markdown.count("\n", 0, markdown.index("{{")) + 1
             log.warning(f"{where}:{line}: '{{{{' that is not a widget macro")
         self._slots[page.file.src_uri] = slots
-        return markdown
+        written_in = getattr(page.file, "locale", None) or lang
+        if written_in != lang:
+            self._fallback[page.file.src_uri] = written_in
+        return self._glossary_markdown(markdown, page, written_in)
+
+    def _glossary_markdown(self, markdown: str, page: Any, lang: str) -> str:
+        """Fill the glossary page's marker, or append the glossary's abbreviations."""
+        from i18n.glossary import abbreviation_lines, render_glossary
+
+        if GLOSSARY_MARKER.search(markdown):
+            if self._glossary is None:
+                raise PluginError(f"{page.file.src_uri}: <!-- glossary --> but there is no i18n/glossary.yml")
+            table = render_glossary(self._glossary, lang)
+            return GLOSSARY_MARKER.sub(lambda _: f"\n{table}\n", markdown)
+        if self._glossary is None:
+            return markdown
+        return f"{markdown.rstrip()}\n\n{abbreviation_lines(self._glossary, lang)}\n"
 
     def on_page_content(self, html: str, page: Any, config: Any, files: Any) -> str:
         slots = self._slots.get(page.file.src_uri, {})
         for token, widget_html in slots.items():
             html = html.replace(f"<p>{token}</p>", widget_html)
+        written_in = self._fallback.pop(page.file.src_uri, None)
+        if written_in is not None:
+            html = self._untranslated(html, page, config, files, written_in)
         return html
+
+    # Why: a reader who gets the source text instead of a translation should know why,
+    # and where to help.
+    def _untranslated(self, html: str, page: Any, config: Any, files: Any, written_in: str) -> str:
+        lang = self._language(config)
+        directory = str(PROJECT / self.config.i18n_dir)
+        loc = locale(lang, directory)
+        source = locale(written_in, directory).t("meta.name")
+        translate = files.get_file_from_path(TRANSLATE_PAGE) if files is not None else None
+        link = ""
+        if translate is not None:
+            href = get_relative_url(translate.url, page.url)
+            link = f' <a href="{href}">{loc.h("translation.help")}</a>'
+        banner = (f'<div class="admonition info translation-missing" lang="{lang}" role="note">'
+                  f'<p>{loc.h("translation.missing", source=source)}{link}</p></div>')
+        title = re.match(r"\s*<h1\b.*?</h1>", html, re.S)
+        at = title.end() if title else 0
+        return f'<div lang="{written_in}">{html[:at]}{banner}{html[at:]}</div>'
 
     # Why: the stylesheet belongs in <head>, the runtime's settings and module at the end.
     def on_post_page(self, output: str, page: Any, config: Any) -> str:
@@ -121,22 +187,29 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         # plugin's alternates are pages, not site roots: each fetch would be a 404. The
         # language switcher's own links (<a hreflang>) stay.
         output = ALTERNATE.sub("", output)
+        root = self._root_prefix(page, config)
+        # Every page: the site stylesheet and the run-time accessibility fixes; the
+        # search dialog gets the accessible name its input's placeholder already gives.
+        output = output.replace("</head>", f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css"></head>', 1)
+        output = output.replace("</body>", f'<script type="module" src="{root}assets/widgets/site.js"></script></body>', 1)
+        placeholder = re.search(r'class="md-search__input"[^>]*placeholder="([^"]*)"', output)
+        if placeholder:
+            output = output.replace('<div class="md-search" data-md-component="search" role="dialog">',
+                                    f'<div class="md-search" data-md-component="search" role="dialog" aria-label="{placeholder.group(1)}">', 1)
         if not self._slots.pop(page.file.src_uri, None):
             return output
-        root = self._root_prefix(page, config)
         lang = self._language(config)
         loc = locale(lang, str(PROJECT / self.config.i18n_dir))
         settings = {
             "lang": lang,
             "wheel": f"{root}{self._wheel_path()}",
+            "pyodide": f"{root}{self._pyodide_path()}",
             "bootTimeoutMs": self.config.boot_timeout_ms,
             "strings": {k: loc.t(f"runtime.{k}") for k in ("loading", "error", "timeout")},
         }
         blob = json.dumps(settings, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
-        head = f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css">'
         tail = (f'<script type="application/json" id="widgets-config">{blob}</script>'
                 f'<script type="module" src="{root}assets/widgets/widgets.js"></script>')
-        output = output.replace("</head>", f"{head}</head>", 1)
         return output.replace("</body>", f"{tail}</body>", 1)
 
     # Why: the runtime is shared by every language, so it lives once at the site root.
@@ -149,8 +222,13 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         missing = [f for f in PYODIDE_FILES if not (pyodide / f).is_file()]
         if missing:
             raise PluginError(f"Pyodide runtime not found in {pyodide} ({', '.join(missing)}); run `npm ci`")
+        pyodide_dir = root / self._pyodide_path()
+        if pyodide_dir.parent.exists():  # drop other versions' folders
+            for old in pyodide_dir.parent.iterdir():
+                if old != pyodide_dir:
+                    shutil.rmtree(old) if old.is_dir() else old.unlink()
         for name in PYODIDE_FILES:
-            _copy(pyodide / name, root / "assets" / "pyodide" / name)
+            _copy(pyodide / name, pyodide_dir / name)
         wheel = self._build_wheel()
         wheels = root / "assets" / "wheels"
         if wheels.exists():
@@ -159,6 +237,9 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         from i18n.export import export_json
 
         export_json(PROJECT / self.config.i18n_dir, root / "assets" / "i18n")
+        # Last: the CSP hashes every inline script of the pages written so far (the last
+        # language's build sees them all).
+        write_headers(root)
 
     # -- helpers ---------------------------------------------------------------------------
     def _i18n(self, config: Any) -> Any:
@@ -194,6 +275,12 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
                 digest.update(path.read_bytes())
         digest.update((PROJECT / "pyproject.toml").read_bytes())
         return digest.hexdigest()
+
+    def _pyodide_path(self) -> str:
+        """Where Pyodide lives in the site: a folder named after the pinned version, so a
+        host may cache it for a year and an upgrade gets new URLs."""
+        package = json.loads((PROJECT / self.config.pyodide_dir / "package.json").read_text(encoding="utf-8"))
+        return f"assets/pyodide/{package['version']}/"
 
     def _wheel_path(self) -> str:
         """Where the wheel lives in the site; the folder is its content hash, so a new

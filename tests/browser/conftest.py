@@ -13,6 +13,7 @@ class Recorder:
         self.origin = origin
         self.requests: list[str] = []
         self.errors: list[str] = []
+        self.expect_errors = False  # a test that breaks the page on purpose sets this
 
     def outside(self) -> list[str]:
         return [u for u in self.requests if not u.startswith(self.origin) and not u.startswith(("data:", "blob:"))]
@@ -34,3 +35,5 @@ def page(browser, recorder: Recorder) -> Iterator[object]:
     yield page
     context.close()
     assert recorder.outside() == [], f"requests left the local server: {recorder.outside()}"
+    if not recorder.expect_errors:
+        assert recorder.errors == [], f"console errors: {recorder.errors}"

@@ -119,13 +119,14 @@ def test_a_tampered_url_shows_a_localized_error_and_the_widget_recovers(
     assert dialogs == []
 
 
-def test_when_pyodide_cannot_load_the_prerendered_page_stays_readable(page: Any, site_url: str) -> None:
+def test_when_pyodide_cannot_load_the_prerendered_page_stays_readable(page: Any, site_url: str, recorder: Any) -> None:
     # A failed wasm fetch leaves loadPyodide() pending forever (PITFALLS.md); the boot
     # timeout must turn that into an error. The page's timeout is cut to 3 s here.
     def short_timeout(route: Any) -> None:
         body = route.fetch().text().replace('"bootTimeoutMs": 30000', '"bootTimeoutMs": 3000')
         route.fulfill(body=body, content_type="text/html; charset=utf-8")
 
+    recorder.expect_errors = True  # the blocked wasm request is logged as an error
     page.route("**/why-distributed-training/", short_timeout)
     page.route("**/pyodide.asm.wasm", lambda route: route.abort())
     page.goto(site_url + CHAPTER["id"])

@@ -113,3 +113,41 @@ def test_widget_is_live_and_equals_native_python(page: Any, site_url: str, name:
         for control_name, value in wanted.items():
             set_control(page, name, controls[control_name], value)
         assert_matches_native(page, name, wanted, lang)
+    # Every control also works from the keyboard alone.
+    for control in module.CONTROLS:
+        operate_by_keyboard(page, name, control)
+    state = page.evaluate(READ_STATE, root(name))
+    assert_matches_native(page, name, state, lang)
+
+
+READ_STATE = """(sel) => {
+    const state = {};
+    for (const el of document.querySelector(sel).querySelectorAll('input[name], select[name]')) {
+        if (el.type === 'radio') { if (el.checked) state[el.name] = el.value; }
+        else if (el.type === 'checkbox') state[el.name] = el.checked ? '1' : '0';
+        else state[el.name] = el.value;
+    }
+    return state;
+}"""
+
+
+def operate_by_keyboard(page: Any, name: str, control: Any) -> None:
+    """Focus the control and change it with a key, as a keyboard user would."""
+    sel = f'{root(name)} [name="{control.name}"]'
+    before = int(page.get_attribute(root(name), "data-revision"))
+    if isinstance(control, Range):
+        element = page.locator(sel)
+        key = "ArrowLeft" if float(element.input_value()) >= control.hi else "ArrowRight"
+    elif isinstance(control, Choice) and control.radio:
+        element = page.locator(f"{sel}:checked")
+        last = page.locator(sel).last.is_checked()
+        key = "ArrowLeft" if last else "ArrowRight"
+    elif isinstance(control, Choice):
+        element = page.locator(sel)
+        key = "ArrowUp" if element.input_value() == control.options[-1] else "ArrowDown"
+    else:
+        element = page.locator(sel)
+        key = "Space"
+    element.focus()
+    page.keyboard.press(key)
+    wait_revision_above(page, name, before)

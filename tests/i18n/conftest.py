@@ -72,3 +72,22 @@ def write_catalogs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[
         return directory
 
     return write
+
+
+#: Real pages copied by ``book_copy``: a chapter with a widget, H3 sections and links, the
+#: home page, and the Translate page (code blocks in two languages).
+BOOK_PAGES = ("index.md", "tensor-parallelism.md", "translate.md")
+
+
+@pytest.fixture
+def book_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of some of the book's real pages in ``tmp_path/docs/{id,zh}/`` (stamped,
+    consistent), with tmp_path as the working directory; returns ``Path("docs")``, so
+    problems read as a translator sees them: ``docs/zh/index.md:3: ...``."""
+    project = Path(__file__).resolve().parents[2]
+    for lang in ("id", "zh"):
+        (tmp_path / "docs" / lang).mkdir(parents=True)
+        for name in BOOK_PAGES:
+            (tmp_path / "docs" / lang / name).write_bytes((project / "docs" / lang / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    return Path("docs")

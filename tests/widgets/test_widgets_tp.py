@@ -100,7 +100,7 @@ def test_sentence_changes_with_the_meaning() -> None:
     split = sentence(render_output("tp", {}, loc).html)
     slower = sentence(render_output("tp", {"tp": "8", "link": "network"}, loc).html)
     assert "tanpa all-reduce" in single and "Lewat" not in single
-    assert "Lewat NVLink 450 GB/s itu butuh 0,447 ms, dibanding 8,29 ms komputasi" in split
+    assert "Lewat NVLink 450 GB/s itu butuh 447,4 µs, dibanding 8,29 ms komputasi" in split
     assert "lebih lama dari 4,14 ms komputasinya" in slower
     zh = sentence(render_output("tp", {"tp": "8", "link": "network"}, locale("zh")).html)
     assert "走网络 50 GB/s 需要 4.7 毫秒，比计算的 4.14 毫秒还长" in zh

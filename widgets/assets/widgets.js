@@ -151,7 +151,7 @@ function boot() {
     };
     worker.postMessage({
       type: "boot",
-      indexURL: new URL("../pyodide/", import.meta.url).href,
+      indexURL: new URL(config.pyodide, document.baseURI).href,
       wheel: new URL(config.wheel, document.baseURI).href,
       strings: new URL(`../i18n/${config.lang}.json`, import.meta.url).href,
       lang: config.lang,

@@ -1,11 +1,12 @@
 // The module Worker: boots Pyodide from the site itself, installs the project wheel and
 // the page language's strings, then answers {id, widget, state, lang} with Python's HTML.
 // Replies carry the request id so the page can match them (Pyodide's webworker pattern).
-import { loadPyodide } from "../pyodide/pyodide.mjs";
-
+// The Pyodide folder carries its version (so it can be cached for a year): it is
+// imported from the URL the page sends, not from a fixed path.
 let call = null;
 
 async function boot(message) {
+  const { loadPyodide } = await import(new URL("pyodide.mjs", message.indexURL).href);
   const pyodide = await loadPyodide({ indexURL: message.indexURL, stdout: () => {}, stderr: () => {} });
   await pyodide.loadPackage(message.wheel, { messageCallback: () => {}, errorCallback: () => {} });
   const response = await fetch(message.strings);

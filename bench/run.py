@@ -1,0 +1,207 @@
+"""Speed figures of the site, measured in one run on this machine; prints a table.
+
+    python bench/run.py [--quick] [--site DIR]
+
+* build: wall time of `mkdocs build --strict` (both languages);
+* page bytes: bytes an article page transfers before the Python runtime (HTML, CSS, JS,
+  images; everything but Pyodide, the wheel, the strings JSON and the worker), and the
+  runtime's bytes (raw and gzip);
+* first live widget: time from navigation to the first `data-status=ready` +
+  `data-revision>=1` on chapter 1, as a ratio to a bare page that only boots the same
+  Pyodide (same files, same server, same browser, same run);
+* input latency: from a slider's input event to the applied update (the revision
+  change), p50 and p95 over N moves.
+
+Targets (issue 5): ratio <= 1.15, p95 <= 16 ms, article page <= 300 KB before the
+runtime, build <= 20 s. `--quick` uses fewer repetitions (for `make test`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+RUNTIME_PARTS = ("/assets/pyodide/", "/assets/wheels/", "/assets/i18n/", "/assets/widgets/worker.js")
+CHAPTER = "why-distributed-training/"
+ARTICLES = ("why-distributed-training/", "zero/", "pipeline-parallelism/", "zh/why-distributed-training/")
+
+# The bare page's script is a file, not inline, so it runs under the site's CSP too.
+BARE_PAGE = """<!doctype html><meta charset="utf-8"><title>bare Pyodide boot</title>
+<script type="module" src="bare.js"></script><body></body>"""
+BARE_SCRIPT = """const worker = new Worker(new URL("bare-worker.js", location.href), {type: "module"});
+worker.onmessage = () => { document.body.dataset.ready = "1"; };
+worker.postMessage({indexURL: new URL("../assets/pyodide/VERSION/", location.href).href});"""
+BARE_WORKER = """self.onmessage = async (e) => {
+  const { loadPyodide } = await import(new URL("pyodide.mjs", e.data.indexURL).href);
+  const py = await loadPyodide({ indexURL: e.data.indexURL, stdout: () => {}, stderr: () => {} });
+  py.runPython("1 + 1");
+  self.postMessage("ready");
+};"""
+
+
+def build(site: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
+                   cwd=ROOT, check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def runtime_bytes(site: Path) -> tuple[int, int]:
+    files = [*(p for p in (site / "assets" / "pyodide").rglob("*") if p.is_file()), *(site / "assets" / "wheels").rglob("*.whl"),
+             *(site / "assets" / "i18n").glob("*.json"), site / "assets" / "widgets" / "worker.js"]
+    # A visitor fetches one language's strings; the lock file is fetched too.
+    files = [f for f in files if not (f.parent.name == "i18n" and f.stem != "id")]
+    raw = sum(f.stat().st_size for f in files)
+    zipped = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
+    return raw, zipped
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
+    """All browser figures, with `browser` (Playwright) and the site served at `base`."""
+    bench_dir = site / "bench-bare"
+    bench_dir.mkdir(exist_ok=True)
+    version = next((site / "assets" / "pyodide").iterdir()).name  # the pinned version's folder
+    (bench_dir / "index.html").write_text(BARE_PAGE, encoding="utf-8")
+    (bench_dir / "bare.js").write_text(BARE_SCRIPT.replace("VERSION", version), encoding="utf-8")
+    (bench_dir / "bare-worker.js").write_text(BARE_WORKER, encoding="utf-8")
+
+    # Bytes per article page before the runtime (fresh context: nothing cached).
+    page_kb, page_kb_gzip = [], []
+    for article in ARTICLES:
+        context = browser.new_context()
+        page = context.new_page()
+        bodies: dict[str, bytes] = {}
+        page.on("response", lambda r: bodies.__setitem__(r.url, r.body()) if r.ok and r.request.method == "GET" else None)
+        page.goto(base + article, wait_until="networkidle")
+        kept = [body for url, body in bodies.items() if not any(part in url for part in RUNTIME_PARTS)]
+        page_kb.append(sum(len(b) for b in kept) / 1000)
+        # What a static host that compresses (gzip level 6, nginx's default) sends.
+        page_kb_gzip.append(sum(len(gzip.compress(b, 6)) for b in kept) / 1000)
+        context.close()
+
+    # First live widget vs a bare Pyodide boot, alternating, fresh contexts.
+    live, bare = [], []
+    for _ in range(runs):
+        for kind in ("bare", "live"):
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            t0 = time.perf_counter()
+            if kind == "bare":
+                page.goto(base + "bench-bare/")
+                page.wait_for_selector("body[data-ready='1']", state="attached", timeout=120_000)
+                bare.append(time.perf_counter() - t0)
+            else:
+                page.goto(base + CHAPTER + "#why.tokens=2000000000000")  # boots at once
+                page.wait_for_function(
+                    "() => { const w = document.querySelector('[data-widget]');"
+                    " return w && w.dataset.status === 'ready' && Number(w.dataset.revision) >= 1; }",
+                    timeout=120_000)
+                live.append(time.perf_counter() - t0)
+            context.close()
+
+    # Input -> applied update, measured inside the page.
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(base + CHAPTER + "#why.tokens=2000000000000")
+    page.wait_for_function("() => Number(document.querySelector('[data-widget=why]').dataset.revision) >= 1",
+                           timeout=120_000)
+    latencies = page.evaluate(LATENCY_JS, moves)
+    context.close()
+    return {"page_kb": page_kb, "page_kb_gzip": page_kb_gzip, "bare_s": bare, "live_s": live, "latency_ms": latencies}
+
+
+LATENCY_JS = """async (moves) => {
+    const root = document.querySelector('[data-widget=why]');
+    const slider = root.querySelector('input[name=tokens]');
+    const out = [];
+    for (let i = 0; i < moves; i++) {
+        const before = Number(root.dataset.revision);
+        const done = new Promise((resolve) => {
+            const obs = new MutationObserver(() => {
+                if (Number(root.dataset.revision) > before) { obs.disconnect(); resolve(performance.now()); }
+            });
+            obs.observe(root, { attributes: true, attributeFilter: ['data-revision'] });
+        });
+        slider.value = String(50e9 + ((i * 37) % 195) * 10e9 + (i % 2) * 10e9);
+        const t0 = performance.now();
+        slider.dispatchEvent(new Event('input', { bubbles: true }));
+        out.push((await done) - t0);
+    }
+    return out;
+}"""
+
+
+def table(figures: dict, build_s: float, raw: int, zipped: int) -> str:
+    live, bare, latencies = figures["live_s"], figures["bare_s"], figures["latency_ms"]
+    ratio = statistics.median(live) / statistics.median(bare)
+    rows = [
+        ("build, both languages (s)", f"{build_s:.1f}", "<= 20"),
+        ("article page before runtime, gzip (KB, max of %d)" % len(ARTICLES), f"{max(figures['page_kb_gzip']):.0f}", "<= 300"),
+        ("article page before runtime, raw (KB, max)", f"{max(figures['page_kb']):.0f}", ""),
+        ("runtime, raw / gzip (MB)", f"{raw / 1e6:.1f} / {zipped / 1e6:.1f}", "fetched once, cached"),
+        ("bare Pyodide boot, median (s)", f"{statistics.median(bare):.2f}", ""),
+        ("first live widget, median (s)", f"{statistics.median(live):.2f}", ""),
+        ("first live widget / bare boot", f"{ratio:.2f}", "<= 1.15"),
+        (f"input -> update p50 (ms, {len(latencies)} moves)", f"{percentile(latencies, 0.5):.1f}", ""),
+        (f"input -> update p95 (ms, {len(latencies)} moves)", f"{percentile(latencies, 0.95):.1f}", "<= 16"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'measure'.ljust(width)} | value | target", f"{'-' * width}-|-------|-------"]
+    lines += [f"{name.ljust(width)} | {value} | {target}" for name, value, target in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Speed figures of the site.")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    parser.add_argument("--site", help="an already built site (skips the build timing)")
+    args = parser.parse_args()
+    runs, moves = (1, 10) if args.quick else (5, 100)
+
+    from conftest import CHROMIUM_ARGS, chromium_path
+    from playwright.sync_api import sync_playwright
+    from serve import start
+
+    tmp = Path(tempfile.mkdtemp(prefix="dtbook-bench-"))
+    try:
+        if args.site:
+            site, build_s = Path(args.site), float("nan")
+        else:
+            site = tmp / "site"
+            build(site)  # warm caches (jieba's dictionary, the wheel build)
+            build_s = min(build(site) for _ in range(1 if args.quick else 2))
+        server, base = start(site, "/")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            figures = measure(browser, base, site, runs, moves)
+            browser.close()
+        server.shutdown()
+        server.server_close()
+        raw, zipped = runtime_bytes(site)
+        print(table(figures, build_s, raw, zipped))
+        print(json.dumps({"build_s": build_s, "runtime_raw": raw, "runtime_gzip": zipped, **figures}))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

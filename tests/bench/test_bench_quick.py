@@ -1,0 +1,24 @@
+"""The benchmark runs (quick mode) and prints its table; the figures themselves are
+recorded by `make bench` in bench/RESULTS.md, not asserted here (timed tests flake)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_benchmark_measures_and_prints_its_table(browser: Any, site_url: str, built_site: Path, capsys: Any) -> None:
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.measure(browser, site_url, built_site, runs=1, moves=5)
+    raw, zipped = bench.runtime_bytes(built_site)
+    text = bench.table(figures, float("nan"), raw, zipped)
+    print(text)
+    assert "first live widget / bare boot" in text and "input -> update p95" in text
+    assert len(figures["latency_ms"]) == 5 and all(ms > 0 for ms in figures["latency_ms"])
+    assert figures["bare_s"][0] > 0 and figures["live_s"][0] > 0
+    assert 5e6 < raw and zipped < raw
