@@ -37,7 +37,7 @@ class NumberChoice(Choice):
         if isinstance(raw, (int, float, str)) and not isinstance(raw, bool):
             try:
                 value = float(raw)
-            except ValueError:
+            except (ValueError, OverflowError):
                 value = math.nan
             for option in self.options:
                 if value == float(option):

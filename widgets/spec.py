@@ -116,7 +116,10 @@ def _number(name: str, raw: Any) -> float:
     if isinstance(raw, bool):
         raise StateError("errors.number", control=name, value=_show(raw))
     if isinstance(raw, (int, float)):
-        value = float(raw)
+        try:
+            value = float(raw)
+        except OverflowError:  # an int beyond float's range
+            raise StateError("errors.number", control=name, value=_show(raw)) from None
     elif isinstance(raw, str) and 0 < len(raw.strip()) <= 40:
         try:
             value = float(raw.strip())
