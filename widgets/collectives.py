@@ -13,7 +13,6 @@ also come from `calc.collectives`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
@@ -22,7 +21,7 @@ from calc import collectives as coll
 from .common import all_values_table, output_label
 from .html import esc, num, stat_cards, svg
 from .locale import Locale
-from .spec import Choice, Range
+from .spec import Choice, NumberChoice, Range
 
 NAME = "collectives"
 ROOT = 0  # the root of broadcast, scatter, gather and reduce
@@ -35,27 +34,10 @@ KEPT_AFTER = ("gather", "reduce")  # non-root ranks keep their vector
 SIZES = {"1e6": "1 MB", "1e7": "10 MB", "1e8": "100 MB", "1e9": "1 GB", "1e10": "10 GB"}
 
 
-@dataclass(frozen=True)
-class SizeChoice(Choice):
-    """A size choice that also accepts any spelling of its values (1e9, 1000000000,
-    1.0e9), so `size_bytes=10000000000` in a macro means the 10 GB option."""
-
-    def parse(self, raw: Any) -> str:
-        if isinstance(raw, (int, float, str)) and not isinstance(raw, bool):
-            try:
-                value = float(raw)
-            except (ValueError, OverflowError):
-                value = math.nan
-            for option in self.options:
-                if value == float(option):
-                    return option
-        return super().parse(raw)
-
-
 CONTROLS = (
     Choice("op", coll.OPS, "all_reduce"),
     Range("ranks", lo=2, hi=MAX_RANKS, step=1, default=4, integer=True, display="integer"),
-    SizeChoice("size_bytes", tuple(SIZES), "1e9", radio=True, labels=SIZES),
+    NumberChoice("size_bytes", tuple(SIZES), "1e9", radio=True, labels=SIZES),
     # 0 = before; 1..n−1 reduce-scatter; n..2(n−1) all-gather. The range fits 8 ranks;
     # a step past the last one of a smaller ring shows the last step (and says so).
     Range("step", lo=0, hi=2 * (MAX_RANKS - 1), step=1, default=0, integer=True, display="integer"),

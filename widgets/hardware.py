@@ -22,27 +22,9 @@ from calc.hardware import GPUS_PER_NODE, INTERCONNECTS
 from .common import all_values_table, output_label
 from .html import esc, num, stat_cards, svg
 from .locale import Locale
-from .spec import Choice
+from .spec import NumberChoice
 
 NAME = "hardware"
-
-
-class NumberChoice(Choice):
-    """A choice among numbers: any spelling of an option's value selects it, so
-    `size_bytes=1e10`, `10000000000` and `1.0e10` all mean the option "1e10"."""
-
-    def parse(self, raw: Any) -> str:
-        if isinstance(raw, str) and raw in self.options:
-            return raw
-        if isinstance(raw, (int, float, str)) and not isinstance(raw, bool):
-            try:
-                value = float(raw)
-            except (ValueError, OverflowError):
-                value = math.nan
-            for option in self.options:
-                if value == float(option):
-                    return option
-        return super().parse(raw)
 
 
 class FineLocale(Locale):

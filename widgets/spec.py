@@ -85,6 +85,25 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class NumberChoice(Choice):
+    """A choice among numbers: any spelling of an option's value selects it, so
+    `size_bytes=1e10`, `10000000000` and `1.0e10` all mean the option "1e10"."""
+
+    def parse(self, raw: Any) -> str:
+        if isinstance(raw, str) and raw in self.options:
+            return raw
+        if isinstance(raw, (int, float, str)) and not isinstance(raw, bool):
+            try:
+                value = float(raw)
+            except (ValueError, OverflowError):
+                value = math.nan
+            for option in self.options:
+                if value == float(option):
+                    return option
+        return super().parse(raw)
+
+
+@dataclass(frozen=True)
 class Toggle:
     """On or off, shown as a checkbox; canonical text is 1 or 0."""
 
