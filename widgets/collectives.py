@@ -238,7 +238,6 @@ def _ring_part(state: Mapping[str, Any], f: Mapping[str, str], loc: Locale) -> s
     walk = ring_walk(n)
     k = shown_step(state)
     step = walk[k]
-    steps = len(walk) - 1
     half = {phase: len([s for s in walk if s.phase == phase]) for phase in ("reduce_scatter", "all_gather")}
     t = f"{NAME}.figure."
     control = loc.t(f"{NAME}.controls.step.label")

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any, Mapping
 
 from . import REGISTRY
-from .html import attrs, control_label, control_value_text, controls_html, esc
+from .html import attrs, control_label, control_value_text, controls_html
 from .locale import Locale
 from .spec import Range, StateError, canonical, defaults, parse_state
 
@@ -114,4 +114,4 @@ def handle(request: Mapping[str, Any], loc: Locale) -> dict[str, Any]:
     return {"ok": out.ok, "html": out.html, "state": out.state, "labels": out.labels}
 
 
-__all__ = ["Output", "evaluate", "format_value", "handle", "render_output", "render_widget", "esc"]
+__all__ = ["Output", "evaluate", "format_value", "handle", "render_output", "render_widget"]

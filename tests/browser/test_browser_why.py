@@ -6,85 +6,36 @@ Every wait is on the DOM contract (`data-status`, `data-revision`), never on a s
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
+from live import BOOT_MS, assert_matches_native, root, set_control, wait_revision_above
 from widgets import why
-from widgets.core import render_output
-from widgets.native import locale
 from widgets.spec import canonical
 
 CHAPTER = {"id": "why-distributed-training/", "zh": "zh/why-distributed-training/"}
-ROOT = '[data-widget="why"]'
-BOOT_MS = 90_000
-
-
-def revision(page: Any) -> int:
-    return int(page.get_attribute(ROOT, "data-revision"))
-
-
-def wait_revision_above(page: Any, previous: int, timeout: int = 30_000) -> None:
-    page.wait_for_function(
-        "([sel, r]) => Number(document.querySelector(sel).dataset.revision) > r",
-        arg=[ROOT, previous], timeout=timeout,
-    )
+ROOT = root("why")
+CONTROLS = {c.name: c for c in why.CONTROLS}
 
 
 def open_live(page: Any, url: str) -> None:
     page.goto(url)
     page.locator(ROOT).scroll_into_view_if_needed()
     page.wait_for_selector(f'{ROOT}[data-status="ready"]', timeout=BOOT_MS)
-    wait_revision_above(page, 0, BOOT_MS)
+    wait_revision_above(page, "why", 0, BOOT_MS)
 
 
-def normalized(page: Any, html: str) -> str:
-    """HTML as this browser serializes it, to compare with a live innerHTML."""
-    return page.evaluate("(h) => { const t = document.createElement('template'); t.innerHTML = h; return t.innerHTML; }", html)
-
-
-def shown_values(page: Any) -> dict[str, str]:
-    return page.evaluate(
-        "(sel) => Object.fromEntries(Array.from(document.querySelectorAll(sel + ' [data-out]')).map(e => [e.dataset.out, e.dataset.value]))",
-        ROOT,
-    )
-
-
-def set_control(page: Any, name: str, value: str) -> None:
-    """Move one control as a reader would and wait for the live update."""
-    before = revision(page)
-    control = page.locator(f'{ROOT} [name="{name}"]')
-    if control.evaluate("e => e.tagName") == "SELECT":
-        if control.input_value() == value:
-            return
-        control.select_option(value)
-    else:
-        if control.input_value() == value:
-            return
-        control.fill(value)
-    wait_revision_above(page, before)
-
-
-def assert_matches_native(page: Any, state: dict[str, str], lang: str) -> None:
-    out = render_output("why", state, locale(lang))
-    assert out.ok
-    expected = {k: v for k, v in re.findall(r'data-out="(\w+)" data-value="([^"]+)"', out.html)}
-    assert shown_values(page) == expected, f"data-value differs from native for {state}"
-    live = page.inner_html(f'{ROOT} [data-region="output"]')
-    assert live == normalized(page, out.html), f"live HTML differs from native for {state}"
-    for name, text in out.labels.items():
-        label = page.locator(f'{ROOT} output[data-label="{name}"]')
-        if label.count():
-            assert label.inner_text() == text
+def set_why(page: Any, name: str, value: str) -> None:
+    set_control(page, "why", CONTROLS[name], value)
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
 def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str) -> None:
     open_live(page, site_url + CHAPTER[lang])
-    set_control(page, "model", "llama2-13b")
-    set_control(page, "tokens", "1000000000000")
+    set_why(page, "model", "llama2-13b")
+    set_why(page, "tokens", "1000000000000")
     fragment = unquote(page.evaluate("location.hash"))
     assert "why.model=llama2-13b" in fragment and "why.tokens=1000000000000" in fragment
     switch = page.locator("a.md-select__link[hreflang]").evaluate_all("links => links.map(a => a.href)")
@@ -93,7 +44,7 @@ def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str)
     open_live(second, site_url + CHAPTER[lang] + fragment)
     assert second.locator(f'{ROOT} [name="model"]').input_value() == "llama2-13b"
     assert second.locator(f'{ROOT} [name="tokens"]').input_value() == "1000000000000"
-    assert_matches_native(second, {"tokens": "1000000000000", "model": "llama2-13b"}, lang)
+    assert_matches_native(second, "why", {"tokens": "1000000000000", "model": "llama2-13b"}, lang)
 
 
 @pytest.mark.parametrize(
@@ -114,8 +65,8 @@ def test_a_tampered_url_shows_a_localized_error_and_the_widget_recovers(
     assert message in error.inner_text()
     assert page.locator(f'{ROOT} [data-region="output"] img').count() == 0
     assert page.get_attribute(ROOT, "data-status") == "ready"
-    set_control(page, "model", "llama2-70b")
-    assert_matches_native(page, canonical(why.CONTROLS, {**{c.name: c.default for c in why.CONTROLS}, "model": "llama2-70b"}), lang)
+    set_why(page, "model", "llama2-70b")
+    assert_matches_native(page, "why", canonical(why.CONTROLS, {**{c.name: c.default for c in why.CONTROLS}, "model": "llama2-70b"}), lang)
     assert dialogs == []
 
 
