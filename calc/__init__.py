@@ -9,5 +9,6 @@ formula and its source.
 Modules: ``models`` (model configs, parameter counts), ``hardware`` (GPUs, links),
 ``memory`` (training state bytes), ``compute`` (6ND), ``activations`` (Korthikanti
 et al. 2022), ``collectives`` (ring costs and simulations), ``data_parallel``,
-``zero``, ``tensor``, ``pipeline``, ``parallel3d``.
+``zero``, ``tensor``, ``pipeline``, ``parallel3d``, ``planner`` (every layout of a run,
+ranked by estimated time, with the reason each rejected one fails).
 """

@@ -56,17 +56,15 @@ def check_int(name: str, value: Any, lo: int | None, hi: int | None) -> int:
     Accepts ``int`` and integral finite ``float`` (``8.0``); rejects ``bool``, strings,
     NaN, infinities, fractions and anything out of range (``None`` = unbounded side).
     """
-    text = f"{name} must be {_range_text('an integer', lo, hi)}, got {_got(value)}"
-    if isinstance(value, bool):
-        raise ValueError(text)
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
     else:
-        raise ValueError(text)
-    if (lo is not None and number < lo) or (hi is not None and number > hi):
-        raise ValueError(text)
+        number = None
+    if number is None or (lo is not None and number < lo) or (hi is not None and number > hi):
+        # The message is built only on failure: checks run on every widget update.
+        raise ValueError(f"{name} must be {_range_text('an integer', lo, hi)}, got {_got(value)}")
     return number
 
 
@@ -83,23 +81,21 @@ def check_real(
     With ``lo_inclusive=False`` the lower bound is excluded (``(lo, hi]``), for
     quantities that must be strictly positive. Rejects ``bool``, strings, NaN, inf.
     """
-    if lo is not None and not lo_inclusive:
-        if hi is not None:
-            rng = f"a number greater than {_fmt(lo)} and at most {_fmt(hi)}"
+    number = None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
+    if (
+        number is None
+        or not math.isfinite(number)
+        or (lo is not None and (number < lo or (number == lo and not lo_inclusive)))
+        or (hi is not None and number > hi)
+    ):
+        if lo is not None and not lo_inclusive:
+            if hi is not None:
+                rng = f"a number greater than {_fmt(lo)} and at most {_fmt(hi)}"
+            else:
+                rng = f"a number greater than {_fmt(lo)}"
         else:
-            rng = f"a number greater than {_fmt(lo)}"
-    else:
-        rng = _range_text("a number", lo, hi)
-    text = f"{name} must be {rng}, got {_got(value)}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(text)
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(text)
-    if lo is not None and (number < lo or (number == lo and not lo_inclusive)):
-        raise ValueError(text)
-    if hi is not None and number > hi:
-        raise ValueError(text)
+            rng = _range_text("a number", lo, hi)
+        raise ValueError(f"{name} must be {rng}, got {_got(value)}")
     return number
 
 
@@ -109,10 +105,6 @@ def check_choice(name: str, value: Any, choices: Iterable[T]) -> T:
     ``True``/``False`` never match the numbers 1/0 unless the choices are booleans.
     """
     options = tuple(choices)
-    text = (
-        f"{name} must be one of {', '.join(str(c) for c in options)}, "
-        f"got {_got(value)}"
-    )
     for option in options:
         if isinstance(value, bool) != isinstance(option, bool):
             continue
@@ -123,4 +115,4 @@ def check_choice(name: str, value: Any, choices: Iterable[T]) -> T:
                 return option
         except Exception:  # pragma: no cover - exotic __eq__
             continue
-    raise ValueError(text)
+    raise ValueError(f"{name} must be one of {', '.join(str(c) for c in options)}, got {_got(value)}")

@@ -15,6 +15,11 @@ micro-batch size, h hidden size, a attention heads, t tensor-parallel size:
 
 The MLP term assumes the paper's 4h GELU MLP; Llama's SwiGLU MLP differs slightly,
 and FlashAttention removes the s² term altogether (neither is modelled here).
+
+Beyond Table 2: the peak with full recomputation (the checkpoints plus the one layer
+being rematerialized, Chen et al. 2016), the attention-score bytes that selective
+recomputation drops, and the extra compute each recomputation mode costs (Korthikanti
+et al. 2022, Appendix A; Narayanan et al. 2021, Appendix).
 """
 
 from __future__ import annotations
@@ -25,11 +30,22 @@ from ._check import (
     MAX_HIDDEN,
     MAX_LAYERS,
     MAX_SEQ_LEN,
+    MAX_VOCAB,
     check_choice,
     check_int,
 )
 
-__all__ = ["RECOMPUTE_MODES", "activation_bytes", "activation_bytes_per_layer"]
+__all__ = [
+    "RECOMPUTE_MODES",
+    "activation_bytes",
+    "activation_bytes_per_layer",
+    "attention_score_bytes_per_layer",
+    "attention_score_factor",
+    "peak_activation_bytes",
+    "recompute_overhead",
+    "rematerialized_bytes",
+    "selective_overhead_eq8",
+]
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 
@@ -100,3 +116,140 @@ def activation_bytes(
     return l * activation_bytes_per_layer(
         seq_len, micro_batch, hidden, heads, tp, sequence_parallel, recompute
     )
+
+
+def attention_score_factor(seq_len: int, hidden: int, heads: int) -> float:
+    """5·a·s/h, the attention-score term of Eq. 1 next to the 34 of the rest of the layer
+    (Korthikanti et al. 2022, Sec. 4.1 and 5). GPT-3 (a 96, s 2,048, h 12,288): 80;
+    MT-NLG (128, 2,048, 20,480): 64; Llama 2 7B at 4,096 tokens: 160."""
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    a = check_int("heads", heads, 1, MAX_HEADS)
+    return 5.0 * a * s / h
+
+
+def attention_score_bytes_per_layer(
+    seq_len: int, micro_batch: int, hidden: int, heads: int, tp: int = 1
+) -> float:
+    """Bytes of the attention scores one layer stores without recomputation, per GPU:
+    5·a·s²·b/t (Korthikanti et al. 2022, Sec. 4.1: softmax output 2as²b, its dropout
+    mask as²b, the dropout output 2as²b; split over t by tensor parallelism, Sec.
+    4.2.1). This is the 5as/h term of Table 2, the part selective recomputation drops
+    (Sec. 5). Llama 2 7B, one 4,096-token sequence: 5·32·4096² = 2.684e9 bytes."""
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    check_int("hidden", hidden, 1, MAX_HIDDEN)
+    a = check_int("heads", heads, 1, MAX_HEADS)
+    t = check_int("tp", tp, 1, MAX_HIDDEN)
+    return 5.0 * a * float(s) * s * b / t
+
+
+def rematerialized_bytes(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """Activation bytes rebuilt during the backward pass on top of what is stored.
+
+    Full recomputation checkpoints each layer's input and, when the backward pass
+    reaches a layer, reruns its forward pass, which stores that layer's activations
+    again until its backward is done: the peak is the checkpoints plus one segment
+    (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", Sec. 4: memory
+    of the checkpoints plus the largest segment recomputed; here a segment is one
+    layer, as in Korthikanti et al. 2022, Sec. 5). So for ``recompute="full"`` this is
+    one layer without recomputation, with the same ``tp`` and ``sequence_parallel``;
+    for the other modes nothing is rebuilt at layer scale (selective recomputation
+    rebuilds only one attention block's scores), so 0.
+    """
+    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    one_layer = activation_bytes_per_layer(
+        seq_len, micro_batch, hidden, heads, tp, sequence_parallel, "none"
+    )
+    return one_layer if mode == "full" else 0.0
+
+
+def peak_activation_bytes(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    layers: int,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """Peak activation bytes of the first pipeline stage (or of one GPU without a
+    pipeline): ``activation_bytes`` (L layers' worth, Korthikanti et al. 2022, Sec.
+    4.2.3, Eq. 5 and 6) plus ``rematerialized_bytes`` (one layer rebuilt during the
+    backward pass with full recomputation). Llama 2 7B, one 4,096-token sequence, full
+    recomputation, t = 1: 32·2·4096² + 3.255e9 = 4.329e9 bytes."""
+    stored = activation_bytes(
+        seq_len, micro_batch, hidden, heads, layers, tp, sequence_parallel, recompute
+    )
+    return stored + rematerialized_bytes(
+        seq_len, micro_batch, hidden, heads, tp, sequence_parallel, recompute
+    )
+
+
+def _flops_terms(seq_len: int, hidden: int, layers: int, vocab: int) -> tuple[float, float]:
+    """(s/(6h), 1 + s/(6h) + v/(12hL)): the attention term and the bracket of the
+    model FLOPs per iteration, 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) (Korthikanti et al.
+    2022, Appendix A, Eq. 7; Narayanan et al. 2021, Appendix, Eq. 3 without
+    recomputation)."""
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    l = check_int("layers", layers, 1, MAX_LAYERS)
+    v = check_int("vocab", vocab, 1, MAX_VOCAB)
+    attention = s / (6.0 * h)
+    return attention, 1.0 + attention + v / (12.0 * h * l)
+
+
+def recompute_overhead(
+    seq_len: int, hidden: int, layers: int, vocab: int, recompute: str = "none"
+) -> float:
+    """Extra compute of recomputation, as a fraction of the model FLOPs of Eq. 7
+    (Korthikanti et al. 2022, Appendix A), counting only matrix multiplies:
+
+    * ``none``: 0.
+    * ``selective``: the forward pass of the attention-score matmuls is run again,
+      QKᵀ (2·B·s²·h) and attention over V (2·B·s²·h) per layer (Appendix A's own
+      list), so 4·B·L·s²·h / (72·B·L·s·h²·(…)) = (s/(18h)) / (1 + s/(6h) + v/(12hL)).
+      GPT-3 175B (s 2,048, h 12,288, 96 layers): 0.9%. The paper's Eq. 8 adds
+      12·B·s²·h per layer instead, three times this count; its 2.7% and 1.6% come from
+      Eq. 8 (see ``selective_overhead_eq8``). Softmax and dropout are memory-bound, so
+      the measured time costs more than either count: 7% for one 22B layer, 4% with
+      sequence parallelism (Table 4), about 2% for 530B and 1T (Sec. 6.2).
+    * ``full``: one extra forward pass of every layer, 24·B·s·h² + 4·B·s²·h each, so
+      (1/3)·(1 + s/(6h)) / (1 + s/(6h) + v/(12hL)) ≈ 33% (the logits are not
+      recomputed): Narayanan et al. 2021's Eq. 3 with recomputation (leading 96) over
+      the one without (72), minus 1. Korthikanti et al. measured 30–40% (Sec. 1, 5)
+      and 39% for one 22B layer (Table 4).
+
+    ``vocab`` is v, the vocabulary size; Llama's SwiGLU MLP is counted as GPT's 4h MLP.
+    """
+    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    attention, bracket = _flops_terms(seq_len, hidden, layers, vocab)
+    if mode == "none":
+        return 0.0
+    if mode == "selective":
+        return attention / 3.0 / bracket
+    return (1.0 + attention) / 3.0 / bracket
+
+
+def selective_overhead_eq8(seq_len: int, hidden: int, layers: int, vocab: int) -> float:
+    """Hardware FLOPs over model FLOPs minus 1 as Korthikanti et al. 2022 compute it
+    for selective recomputation, Eq. 8 over Eq. 7 (Appendix A):
+
+        72BLsh²(1 + s/(3h) + v/(12hL)) / 72BLsh²(1 + s/(6h) + v/(12hL)) − 1
+        = (s/(6h)) / (1 + s/(6h) + v/(12hL))   (≈ s/(6h), Eq. 9).
+
+    With v = 51,200 (Sec. 6) this gives the paper's 2.7% for GPT-3 and 1.6% for MT-NLG
+    (Sec. 5) and its HFU/MFU ratios of Table 5. It is three times the forward FLOPs
+    the recomputation actually reruns (``recompute_overhead``, "selective").
+    """
+    attention, bracket = _flops_terms(seq_len, hidden, layers, vocab)
+    return attention / bracket

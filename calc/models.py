@@ -28,6 +28,7 @@ from ._check import (
 __all__ = [
     "ARCHITECTURES",
     "DEFAULT_MODEL",
+    "MEGATRON_MODELS",
     "MODELS",
     "ModelConfig",
     "get_model",
@@ -143,6 +144,32 @@ MODELS: dict[str, ModelConfig] = {
 }
 
 DEFAULT_MODEL = "llama2-7b"  # the seed explainer's model
+
+# Models used only by the planner (kept apart so the other widgets' model lists stay
+# as they are): the largest GPT of Narayanan et al. 2021 ("Efficient Large-Scale
+# Language Model Training on GPU Clusters Using Megatron-LM"), Table 1, last row.
+MEGATRON_MODELS: dict[str, ModelConfig] = {
+    "megatron-1t": ModelConfig(
+        key="megatron-1t",
+        name="GPT 1T (Megatron-LM)",
+        vocab=51_200,  # Sec. 5.1: vocabulary size 51,200
+        hidden=25_600,  # Table 1: hidden size
+        layers=128,  # Table 1: number of layers
+        heads=160,  # Table 1: attention heads
+        kv_heads=160,
+        ffn=4 * 25_600,  # GPT architecture: 4h MLP
+        seq_len=2_048,  # Sec. 5.1: sequence length 2,048
+        tied_embeddings=True,
+        source=(
+            "Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU "
+            "Clusters Using Megatron-LM, Table 1 (1,008B parameters, 160 heads, hidden "
+            "25,600, 128 layers) and Sec. 5.1 (vocabulary 51,200, sequence length 2,048; "
+            "450B tokens in the training-time estimate)"
+        ),
+        architecture="gpt",
+        train_tokens=450e9,  # Sec. 5.1: the 1T model trained on 450 billion tokens
+    ),
+}
 
 
 def get_model(model: str) -> ModelConfig:

@@ -130,6 +130,19 @@ def load_catalog(path: str | Path) -> Catalog:
     """Read and parse ``path`` (UTF-8). Raises ``CatalogError`` naming line and key."""
     path = Path(path)
     data = path.read_bytes()
+    key = str(path.resolve())
+    cached = _LOADED.get(key)
+    if cached is not None and cached[0] == data:  # the build reads each catalog often
+        return cached[1]
+    catalog = _load(path, data)
+    _LOADED[key] = (data, catalog)
+    return catalog
+
+
+_LOADED: dict[str, tuple[bytes, Catalog]] = {}
+
+
+def _load(path: Path, data: bytes) -> Catalog:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

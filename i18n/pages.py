@@ -9,6 +9,8 @@ every language and returns one ``Problem`` per thing a translator must fix, prin
 * a different skeleton: the widgets, their order, the number and level of sections
   (H2/H3), the figures, the link targets (other pages and files) and the code blocks
   (count and languages) must be the same;
+* different exercises: the ```` ```exercise ```` fences (answer, unit, tolerance) must
+  be the same, in the same order, so readers of every language check the same numbers;
 * a stale page: the translation's front matter records the source's content hash,
   ``source_hash: "<sha256, first 12 hex digits>"``; when the source changes, the hash no
   longer matches. ``stamp`` writes the current hash once the translation is updated.
@@ -38,6 +40,7 @@ __all__ = [
     "SOURCE_HASH_KEY",
     "StampError",
     "compare_pages",
+    "exercise_spec",
     "Item",
     "Page",
     "PageStatus",
@@ -79,6 +82,7 @@ _NOUNS = {
     "link": "link to",
     "code": "code block",
     "marker": "marker",
+    "exercise": "exercise",
 }
 
 
@@ -86,7 +90,8 @@ _NOUNS = {
 class Item:
     """One element of a page's skeleton: a section heading (``value`` "H2"/"H3", ``text``
     the heading), a widget (its name), a figure or link (its normalized target), a code
-    block (its language, "" for none) or a marker comment (``<!-- glossary -->``)."""
+    block (its language, "" for none), a marker comment (``<!-- glossary -->``) or an
+    exercise (its answer, unit and tolerance, normalized by ``exercise_spec``)."""
 
     kind: str
     value: str
@@ -109,6 +114,7 @@ class Page:
     links: tuple[Item, ...] = ()
     code: tuple[Item, ...] = ()
     markers: tuple[Item, ...] = ()
+    exercises: tuple[Item, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,8 +165,10 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
     name = name or path.name
     lines = text.splitlines()
     front, front_lines, front_problem, start = _front_matter(lines)
-    items: dict[str, list[Item]] = {kind: [] for kind in ("section", "widget", "figure", "link", "code", "marker")}
+    kinds = ("section", "widget", "figure", "link", "code", "marker", "exercise")
+    items: dict[str, list[Item]] = {kind: [] for kind in kinds}
     fence: tuple[str, int] | None = None  # (fence characters, their count) while inside one
+    exercise: tuple[int, list[str]] | None = None  # (line, body lines) inside an exercise fence
     for index in range(start, len(lines)):
         line_no = index + 1
         line = lines[index]
@@ -169,6 +177,11 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
             stripped = line.strip()
             if stripped and set(stripped) == {char} and len(stripped) >= count:
                 fence = None
+                if exercise is not None:
+                    items["exercise"].append(Item("exercise", exercise_spec(exercise[1]), exercise[0]))
+                    exercise = None
+            elif exercise is not None:
+                exercise[1].append(line)
             continue
         opening = _FENCE_OPEN.match(line)
         if opening:
@@ -177,6 +190,8 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
             words = info.split()
             if words[:1] == ["widget"] and len(words) >= 2:
                 items["widget"].append(Item("widget", words[1], line_no))
+            elif words == ["exercise"]:
+                exercise = (line_no, [])
             else:
                 items["code"].append(Item("code", _code_language(info), line_no))
             continue
@@ -214,7 +229,30 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
         links=tuple(items["link"]),
         code=tuple(items["code"]),
         markers=tuple(items["marker"]),
+        exercises=tuple(items["exercise"]),
     )
+
+
+def exercise_spec(body: Sequence[str]) -> str:
+    """An exercise fence's ``answer``, ``unit`` and ``tolerance`` as one comparable text:
+    ``answer: dp.comm_time gpus=64, unit: s, tolerance: 2%``. The answer's overrides are
+    sorted and the defaults filled in (no unit, 1%), so only a real difference shows."""
+    fields = {"answer": "", "unit": "", "tolerance": "1%"}
+    other = []
+    for text in body:
+        key, colon, value = text.strip().partition(":")
+        if not colon or key.strip().startswith("#"):
+            continue
+        key, value = key.strip(), value.strip().strip("\"'")
+        if key in fields:
+            fields[key] = value
+        else:
+            other.append(f"{key}: {value}")
+    words = fields["answer"].replace("{{", " ").replace("}}", " ").split()
+    fields["answer"] = " ".join(words[:1] + sorted(words[1:]))
+    fields["tolerance"] = fields["tolerance"].replace(" ", "")
+    shown = [f"answer: {fields['answer']}", f"unit: {fields['unit'] or 'none'}", f"tolerance: {fields['tolerance']}"]
+    return ", ".join(shown + other)
 
 
 def _front_matter(lines: Sequence[str]) -> tuple[dict[str, Any], dict[str, int], str, int]:
@@ -359,6 +397,7 @@ _COMPARED = (
     ("widget", "widgets", True),
     ("marker", "markers", True),
     ("code", "code", True),
+    ("exercise", "exercises", True),
     ("figure", "figures", True),
     ("link", "links", False),
 )
@@ -458,7 +497,7 @@ def _compare_items(
             for theirs, mine in zip(there[i1:i2], here[j1:j2]):
                 problems.append(Problem(shown, mine.line, key,
                                         f"{noun} {_show(kind, mine.value)} here, where {src} line {theirs.line} "
-                                        f"has a {noun} {_show(kind, theirs.value)}"))
+                                        f"has {'an' if noun[0] in 'aeiou' else 'a'} {noun} {_show(kind, theirs.value)}"))
             continue
         for theirs in there[i1:i2]:
             line = _counterpart_line(source, translation, theirs.line)
@@ -503,6 +542,8 @@ def _show(kind: str, value: str) -> str:
         return f"'{value}'"
     if kind == "marker":
         return f"<!-- {value} -->"
+    if kind == "exercise":
+        return f"({value})"
     return value
 
 

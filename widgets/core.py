@@ -82,7 +82,8 @@ def render_widget(name: str, overrides: Mapping[str, Any], loc: Locale) -> str:
     if not out.ok:
         raise ValueError(f"widget {name}: invalid defaults {dict(overrides)}")
     root = attrs(class_="w-widget", id=f"widget-{name}", data_widget=name, data_status="static",
-                 data_revision="0", data_lang=loc.lang, data_defaults=_query(out.state))
+                 data_revision="0", data_lang=loc.lang, data_defaults=_query(out.state),
+                 data_search_exclude=True)  # figures and value tables do not belong in the search index
     return (f"<div{root}>{controls_html(name, module.CONTROLS, state, loc)}"
             f'<div class="w-output" data-region="output" aria-live="polite">{out.html}</div>'
             f'<p class="w-status" data-region="status" role="status"></p></div>')

@@ -10,12 +10,30 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Any, Mapping
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 # Duration units in seconds; a year is the Julian year, 365.25 days (IAU convention).
 SECONDS_PER = {"year": 365.25 * 86400, "day": 86400.0, "hour": 3600.0, "minute": 60.0, "second": 1.0}
+
+
+# What a reader may type in a number field besides ASCII: full-width digits and marks
+# (Chinese input methods), typographic minus signs, superscript exponents (×10⁹).
+_TYPED = str.maketrans({
+    **{0xFF10 + d: str(d) for d in range(10)},
+    0xFF0C: ",", 0xFF0E: ".", 0xFF0B: "+", 0xFF0D: "-", 0x2212: "-", 0x2013: "-",
+    0xFF45: "e", 0xFF25: "E", 0x00D7: "x", 0x00B7: "x", 0x22C5: "x", 0x2A2F: "x", 0xFF58: "x", 0xFF0A: "*",
+})
+_SUPERSCRIPT_DIGITS = str.maketrans("⁺⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "+-0123456789")
+_SUPERSCRIPT_RUN = re.compile("[⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+_SPACES = " \t\n\r\u00a0\u2009\u202f\u2007\u3000'\u2019_"  # spaces and digit-group marks
+_GROUPED = r"[0-9]{1,3}(?:%s[0-9]{3})+"
+
+
+class NumberError(ValueError):
+    """Text that is not a number a reader could mean (empty, letters, markup, NaN, ∞)."""
 
 
 def plain_number(value: float) -> str:
@@ -39,21 +57,25 @@ class Locale:
         self.decimal: str = number["decimal"]
         self.group: str = number["group"]
         self.count_scales: list[tuple[float, str]] = [(float(s), str(n)) for s, n in number["count_scales"]]
+        self._texts: dict[str, str] = {}
 
     # -- strings -----------------------------------------------------------------------
     def raw(self, key: str) -> Any:
         node: Any = self.strings
         for part in key.split("."):
-            if not isinstance(node, Mapping) or part not in node:
+            if not isinstance(node, dict) and not isinstance(node, Mapping) or part not in node:
                 raise KeyError(f"i18n/{self.lang}.yml has no key {key!r}")
             node = node[part]
         return node
 
     def t(self, key: str, **params: str) -> str:
         """The string `key` with `{name}` placeholders filled in (values are used as given)."""
-        text = self.raw(key)
-        if not isinstance(text, str):
-            raise KeyError(f"i18n/{self.lang}.yml: {key!r} is not a string")
+        text = self._texts.get(key)
+        if text is None:  # looked up once per key: widgets ask for the same keys on every move
+            text = self.raw(key)
+            if not isinstance(text, str):
+                raise KeyError(f"i18n/{self.lang}.yml: {key!r} is not a string")
+            self._texts[key] = text
         return text.format_map(params) if params else text
 
     def h(self, key: str, **params: str) -> str:
@@ -61,6 +83,69 @@ class Locale:
         template = self.t(key)
         escaped = {k: html.escape(str(v), quote=False) for k, v in params.items()}
         return html.escape(template, quote=False).format_map(escaped) if params else html.escape(template, quote=False)
+
+    # -- reading numbers ---------------------------------------------------------------
+    def parse_number(self, text: str) -> float:
+        """The number a reader typed, read the way this locale writes numbers.
+
+        Indonesian writes ``0,47`` and ``1.024``, Chinese ``0.47`` and ``1,024``. Spaces
+        (also thin and non-breaking) are ignored, a leading sign and an exponent are
+        allowed (``1,5e9``, ``1.5E-3``, ``1,5 × 10^9``, ``1,5×10⁹``). A lone separator
+        followed by exactly three digits is this locale's thousands separator when it
+        is the locale's group mark (``1.024`` is 1024 in Indonesian, 1.024 in Chinese);
+        otherwise a lone separator is the decimal mark, so an Indonesian who types
+        ``0.47`` still means 0.47. With both marks, the last one is the decimal mark and
+        the other must group by threes (``1.234,5`` and ``1,234.5`` are both 1234.5).
+        Raises `NumberError` for anything else, and for NaN and infinities.
+        """
+        if not isinstance(text, str) or len(text) > 80:
+            raise NumberError(f"not a number: {text!r}")
+        plain = _SUPERSCRIPT_RUN.sub(lambda m: "^" + m.group().translate(_SUPERSCRIPT_DIGITS), text)
+        plain = plain.translate(_TYPED)
+        for space in _SPACES:
+            plain = plain.replace(space, "")
+        match = re.fullmatch(
+            r"(?P<sign>[+-]?)(?P<mantissa>[0-9.,]+)"
+            r"(?:[eE](?P<e>[+-]?[0-9]{1,4})|[xX*]10(?:\^|\*\*)(?P<p>[+-]?[0-9]{1,4}))?",
+            plain,
+        )
+        if not match:
+            raise NumberError(f"not a number: {text!r}")
+        power = match["e"] or match["p"]
+        mantissa = self._mantissa(match["mantissa"], text, scientific=power is not None)
+        exponent = int(power or 0)
+        try:
+            value = float(f"{match['sign']}{mantissa}e{exponent}")
+        except (ValueError, OverflowError):
+            raise NumberError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise NumberError(f"not a finite number: {text!r}")
+        return value
+
+    def _mantissa(self, text: str, original: str, scientific: bool = False) -> str:
+        """``digits[.digits]`` from digits with this locale's (or the other) marks; before
+        an exponent a lone mark is always the decimal one (``1.500e9`` is 1.5e9)."""
+        if not re.search(r"[0-9]", text):
+            raise NumberError(f"not a number: {original!r}")
+        marks = [c for c in text if c in ".,"]
+        if not marks:
+            return text
+        if len(set(marks)) == 2:  # both: the last mark is the decimal one
+            decimal = marks[-1]
+            group = "," if decimal == "." else "."
+            whole, _, fraction = text.rpartition(decimal)
+            if group in fraction or not re.fullmatch(_GROUPED % re.escape(group), whole):
+                raise NumberError(f"misplaced separators: {original!r}")
+            return f"{whole.replace(group, '')}.{fraction}"
+        mark = marks[0]
+        if len(marks) > 1:  # the same mark twice or more: only thousands groups
+            if not re.fullmatch(_GROUPED % re.escape(mark), text):
+                raise NumberError(f"misplaced separators: {original!r}")
+            return text.replace(mark, "")
+        whole, _, fraction = text.partition(mark)
+        if mark == self.group and not scientific and len(fraction) == 3 and 1 <= len(whole) <= 3 and whole != "0":
+            return whole + fraction  # 1.024 in Indonesian, 1,024 in Chinese
+        return f"{whole or '0'}.{fraction or '0'}"
 
     # -- numbers -----------------------------------------------------------------------
     def fixed(self, value: float, decimals: int) -> str:

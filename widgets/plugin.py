@@ -3,6 +3,9 @@
 * ```` ```widget NAME ```` fences (optionally with `key: value` lines of control
   overrides) become the widget's complete HTML, rendered natively in the page language.
 * `{{ NAME.OUTPUT key=value ... }}` macros become the formatted output value.
+* ```` ```exercise ```` fences (`answer:`, `unit:`, `tolerance:`) become a typed-answer
+  form whose answer calc computes (`widgets.exercise`); the browser checks what the
+  reader types with the same code.
 * The glossary (`i18n/glossary.yml`) becomes hover and focus definitions of its terms
   in every page (as `*[term]: definition` abbreviations in the page's language, made
   focusable by `i18n.tooltips`) and fills the `<!-- glossary -->` marker of the glossary
@@ -31,12 +34,14 @@ from typing import Any
 from mkdocs.config import base
 from mkdocs.config import config_options as opt
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.utils import get_relative_url
 
 from . import REGISTRY
 from .core import format_value, render_widget
+from .exercise import ExerciseError, parse as parse_exercise, render_form, validate as validate_exercise
 from .headers import write_headers
+from .searchindex import split_search_index
 from .native import locale
 
 log = get_plugin_logger(__name__)
@@ -46,6 +51,8 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]+(?P<name>[\w-]+)[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+EXERCISE = re.compile(r"^(?P<indent>[ \t]*)```exercise[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+SOLUTION = re.compile(r"(?:[ \t]*\n)*(?P<indent>[ \t]*)\?\?\?\+?[ \t]+success\b")
 MACRO = re.compile(r"\{\{\s*(?P<name>[\w-]+)\.(?P<key>\w+)(?P<args>(?:\s+[\w-]+=[^\s}]+)*)\s*\}\}")
 SLOT = "WIDGETSLOT{:04d}X"
 GLOSSARY_MARKER = re.compile(r"^[ \t]*<!--[ \t]*glossary[ \t]*-->[ \t]*$", re.M)
@@ -74,6 +81,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             return config
         from i18n.check import check
 
+        self._wheel_rel: tuple[Path, str] | None = None  # built once per build (see _wheel_path)
         problems = check(PROJECT / self.config.i18n_dir)
         if problems:
             raise PluginError("i18n check failed:\n" + "\n".join(str(p) for p in problems))
@@ -104,10 +112,11 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         where = page.file.src_uri
         slots: dict[str, str] = {}
         seen: set[str] = set()
+        front = _front_lines(page)  # error messages count lines in the file as written
 
         def widget(match: re.Match[str]) -> str:
             name = match["name"]
-            line = markdown.count("\n", 0, match.start()) + 1
+            line = front + markdown.count("\n", 0, match.start()) + 1
             if name not in REGISTRY:
                 raise PluginError(f"{where}:{line}: unknown widget {name!r}; known: {', '.join(REGISTRY)}")
             if name in seen:
@@ -120,20 +129,23 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
                 raise PluginError(f"{where}:{line}: {error}") from None
             token = SLOT.format(len(slots))
             slots[token] = html
-            return f"{match['indent']}{token}"
+            # Keep the number of lines, so that later messages name the right line.
+            return f"{match['indent']}{token}" + "\n" * match.group(0).count("\n")
 
         def macro(match: re.Match[str]) -> str:
-            line = markdown.count("\n", 0, match.start()) + 1
+            line = front + markdown.count("\n", 0, match.start()) + 1
             overrides = dict(arg.split("=", 1) for arg in match["args"].split())
             try:
                 return format_value(match["name"], match["key"], overrides, loc)
             except ValueError as error:
                 raise PluginError(f"{where}:{line}: {{{{ {match['name']}.{match['key']} }}}}: {error}") from None
 
+        # Exercises first, on the text as written, so their errors name the right line.
+        markdown = replace_exercises(markdown, where, _page_slug(where, lang), loc, slots, front)
         markdown = FENCE.sub(widget, markdown)
         markdown = MACRO.sub(macro, markdown)
         if "{{" in markdown.replace("\\{{", ""):
-            line = markdown.count("\n", 0, markdown.index("{{")) + 1
+            line = front + markdown.count("\n", 0, markdown.index("{{")) + 1
             log.warning(f"{where}:{line}: '{{{{' that is not a widget macro")
         self._slots[page.file.src_uri] = slots
         written_in = getattr(page.file, "locale", None) or lang
@@ -188,9 +200,10 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         # language switcher's own links (<a hreflang>) stay.
         output = ALTERNATE.sub("", output)
         root = self._root_prefix(page, config)
-        # Every page: the site stylesheet and the run-time accessibility fixes; the
-        # search dialog gets the accessible name its input's placeholder already gives.
-        output = output.replace("</head>", f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css"></head>', 1)
+        # Every page: the site and print stylesheets and the run-time accessibility
+        # fixes; the search dialog gets the accessible name its input's placeholder gives.
+        output = output.replace("</head>", f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css">'
+                                f'<link rel="stylesheet" href="{root}assets/widgets/print.css" media="print"></head>', 1)
         output = output.replace("</body>", f'<script type="module" src="{root}assets/widgets/site.js"></script></body>', 1)
         placeholder = re.search(r'class="md-search__input"[^>]*placeholder="([^"]*)"', output)
         if placeholder:
@@ -206,6 +219,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             "pyodide": f"{root}{self._pyodide_path()}",
             "bootTimeoutMs": self.config.boot_timeout_ms,
             "strings": {k: loc.t(f"runtime.{k}") for k in ("loading", "error", "timeout")},
+            "exercise": {k: loc.t(f"exercise.{k}") for k in ("checking", "unavailable")},
         }
         blob = json.dumps(settings, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
         tail = (f'<script type="application/json" id="widgets-config">{blob}</script>'
@@ -213,6 +227,9 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         return output.replace("</body>", f"{tail}</body>", 1)
 
     # Why: the runtime is shared by every language, so it lives once at the site root.
+    # After mkdocs-static-i18n (-100), whose post-build builds the other languages and then
+    # merges their search entries: this runs last, when every page and the index exist.
+    @event_priority(-110)
     def on_post_build(self, config: Any) -> None:
         if not self.config.enabled:
             return
@@ -229,14 +246,17 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
                     shutil.rmtree(old) if old.is_dir() else old.unlink()
         for name in PYODIDE_FILES:
             _copy(pyodide / name, pyodide_dir / name)
-        wheel = self._build_wheel()
+        rel = self._wheel_path()
+        wheel = self._wheel_rel[0]  # set by _wheel_path
         wheels = root / "assets" / "wheels"
         if wheels.exists():
             shutil.rmtree(wheels)
-        _copy(wheel, root / self._wheel_path())
+        _copy(wheel, root / rel)
         from i18n.export import export_json
 
         export_json(PROJECT / self.config.i18n_dir, root / "assets" / "i18n")
+        # One search index per language (after mkdocs-static-i18n merged them).
+        split_search_index(root, self._other_languages(config))
         # Last: the CSP hashes every inline script of the pages written so far (the last
         # language's build sees them all).
         write_headers(root)
@@ -244,6 +264,13 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
     # -- helpers ---------------------------------------------------------------------------
     def _i18n(self, config: Any) -> Any:
         return config.plugins.get("i18n")
+
+    def _other_languages(self, config: Any) -> list[str]:
+        """The built languages other than the default one (their folders in the site)."""
+        i18n = self._i18n(config)
+        if i18n is None:
+            return []
+        return [lang.locale for lang in i18n.config.languages if not lang.default and lang.build]
 
     def _language(self, config: Any) -> str:
         i18n = self._i18n(config)
@@ -284,10 +311,14 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
 
     def _wheel_path(self) -> str:
         """Where the wheel lives in the site; the folder is its content hash, so a new
-        build gets a new URL and the old one can be cached for as long as a host likes."""
-        wheel = self._build_wheel()
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
-        return f"assets/wheels/{digest}/{wheel.name}"
+        build gets a new URL and the old one can be cached for as long as a host likes.
+        Built once per build: every page then names the same wheel, even if a source file
+        changes while the build runs."""
+        if getattr(self, "_wheel_rel", None) is None:
+            wheel = self._build_wheel()
+            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
+            self._wheel_rel = (wheel, f"assets/wheels/{digest}/{wheel.name}")
+        return self._wheel_rel[1]
 
     def _build_wheel(self) -> Path:
         """The project wheel, from a standard PEP 517 build (rebuilt when sources change)."""
@@ -318,6 +349,59 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         _WHEELS[key] = wheels[0]
         log.info(f"built {wheels[0].name}")
         return wheels[0]
+
+
+# -- exercises ---------------------------------------------------------------------------------
+def replace_exercises(markdown: str, where: str, slug: str, loc: Any, slots: dict[str, str], offset: int = 0) -> str:
+    """Replace every ```` ```exercise ```` fence by a slot for its form (`slots` maps the
+    slot token to the form's HTML, as for widgets), keeping the number of lines. Errors
+    name the file and the line (`offset`: lines of front matter above `markdown`)."""
+    count = 0
+
+    def exercise(match: re.Match[str]) -> str:
+        nonlocal count
+        line = offset + markdown.count("\n", 0, match.start()) + 1
+        try:
+            ex = parse_exercise(match["body"])
+            answer = validate_exercise(ex)
+        except ExerciseError as error:
+            at = line + error.offset if error.offset else line
+            raise PluginError(f"{where}:{at}: exercise: {error}") from None
+        solution = SOLUTION.match(markdown, match.end() + 1)
+        if solution is None or len(solution["indent"]) != len(match["indent"]):
+            raise PluginError(f"{where}:{line}: exercise: the fence must be followed by its worked solution, a "
+                              f'`??? success "…"` block at the same indentation')
+        count += 1
+        token = SLOT.format(len(slots))
+        slots[token] = render_form(ex, answer, f"{slug}-{count}", loc)
+        return f"{match['indent']}{token}" + "\n" * match.group(0).count("\n")
+
+    return EXERCISE.sub(exercise, markdown)
+
+
+def _page_slug(src_uri: str, lang: str) -> str:
+    """`data-parallelism` for `data-parallelism.md` (or `zh/data-parallelism.md`)."""
+    parts = [p for p in re.sub(r"\.md$", "", src_uri).split("/") if p]
+    if parts and parts[0] == lang:
+        parts = parts[1:]
+    if len(parts) > 1 and parts[-1] == "index":
+        parts = parts[:-1]
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-") or "page"
+
+
+def _front_lines(page: Any) -> int:
+    """How many lines of front matter MkDocs removed above `markdown` (for line numbers):
+    the source's lines above the body that MkDocs's own front-matter reader returns."""
+    from mkdocs.utils.meta import get_data
+
+    try:
+        source = Path(page.file.abs_src_path).read_text(encoding="utf-8-sig").replace("\r\n", "\n")
+    except (AttributeError, OSError, TypeError):
+        return 0
+    body, _ = get_data(source)
+    if not source.endswith(body):
+        return 0
+    return source[: len(source) - len(body)].count("\n")
 
 
 def _options(body: str, where: str, line: int) -> dict[str, str]:

@@ -47,6 +47,17 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
         seq_len=4096, micro_batch=1, hidden=4096, heads=32, layers=32, tp=2, sequence_parallel=False,
         recompute="selective",
     ),
+    activations.attention_score_factor: dict(seq_len=4096, hidden=4096, heads=32),
+    activations.attention_score_bytes_per_layer: dict(seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=2),
+    activations.rematerialized_bytes: dict(
+        seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=2, sequence_parallel=True, recompute="full"
+    ),
+    activations.peak_activation_bytes: dict(
+        seq_len=4096, micro_batch=1, hidden=4096, heads=32, layers=32, tp=2, sequence_parallel=False,
+        recompute="full",
+    ),
+    activations.recompute_overhead: dict(seq_len=4096, hidden=4096, layers=32, vocab=32000, recompute="selective"),
+    activations.selective_overhead_eq8: dict(seq_len=2048, hidden=12288, layers=96, vocab=51200),
     collectives.bus_factor: dict(op="all_reduce", ranks=8),
     collectives.ring_bytes_per_rank: dict(op="all_gather", size_bytes=1e9, ranks=8),
     collectives.ring_all_reduce_bytes_per_rank: dict(size_bytes=1e9, ranks=8),

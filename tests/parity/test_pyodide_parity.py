@@ -4,6 +4,8 @@ gives, for every registered widget, in both languages: the same wheel the site s
 from __future__ import annotations
 
 import json
+import re
+from html import unescape
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +14,7 @@ import pytest
 
 from widgets import REGISTRY
 from widgets.core import handle
+from widgets.exercise import handle as handle_exercise
 from widgets.native import locale
 from widgets.spec import canonical, edge_states, random_states
 
@@ -29,10 +32,33 @@ def requests() -> list[dict]:
     return out
 
 
+FORM = re.compile(r'<form class="w-exercise"[^>]*>')
+
+
+def exercise_checks(site: Path) -> list[dict]:
+    """Every exercise of the built book, answered right, wrong and with garbage."""
+    out = []
+    for lang, pages in (("id", site.glob("*/index.html")), ("zh", (site / "zh").glob("*/index.html"))):
+        for page in sorted(pages):
+            for form in FORM.findall(page.read_text(encoding="utf-8")):
+                attrs = {k: unescape(v) for k, v in re.findall(r'data-(\w+)="([^"]*)"', form)}
+                answer = float(attrs["answer"])
+                right = f"{answer:.6g}".replace(".", "," if lang == "id" else ".")
+                native = {"spec": attrs["spec"], "unit": attrs["unit"], "tolerance": attrs["tolerance"],
+                          "typed": right}
+                assert handle_exercise(native, locale(lang))["status"] == "correct", native
+                for typed in (right, f"{answer * 1.5 + 1:.4g}", "abc", "<b>1</b>"):
+                    out.append({"spec": attrs["spec"], "unit": attrs["unit"], "tolerance": attrs["tolerance"],
+                                "typed": typed, "lang": lang})
+    return out
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 def test_pyodide_replies_equal_native_replies(built_site: Path) -> None:
     wheel = next((built_site / "assets" / "wheels").glob("*/*.whl"))
-    sent = requests()
+    checks = exercise_checks(built_site)
+    assert len(checks) >= 4 * 3 * 9 * 2  # >= 3 exercises in each of 9 chapters, 2 languages
+    sent = requests() + checks
     result = subprocess.run(
         ["node", str(HERE / "pyodide_run.mjs"), str(wheel), str(built_site / "assets" / "i18n")],
         input=json.dumps(sent), capture_output=True, text=True, timeout=300,
@@ -42,5 +68,6 @@ def test_pyodide_replies_equal_native_replies(built_site: Path) -> None:
     assert answer["python"].startswith("3.14")
     assert len(answer["replies"]) == len(sent)
     for request, reply in zip(sent, answer["replies"]):
-        expected = handle(request, locale(request["lang"]))
+        loc = locale(request["lang"])
+        expected = handle_exercise(request, loc) if "typed" in request else handle(request, loc)
         assert reply == expected, f"Pyodide differs from native for {request}"

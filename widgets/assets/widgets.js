@@ -143,6 +143,8 @@ function boot() {
         reject(new Error(message.error));
       } else if (message.type === "result") {
         apply(message);
+      } else if (message.type === "checked") {
+        onChecked(message);
       }
     };
     worker.onerror = (event) => {
@@ -225,3 +227,85 @@ if (parseHash().size > 0) {
 } else {
   boot();
 }
+
+// ---- Exercises (form.w-exercise) ---------------------------------------------------------
+// A form is pre-rendered `hidden`: without JavaScript the page shows the question and its
+// collapsible solution only. Here it is unhidden; focusing the field starts the boot, and
+// Check posts {type: "check", id, spec, unit, tolerance, typed, lang} to the worker. The
+// reply {status, html} is Python's verdict and message (widgets/exercise.py): this file
+// neither reads nor compares numbers. `data-status`: static → idle → checking →
+// correct | incorrect | invalid | error; `data-revision` grows with every verdict shown.
+const exercises = Array.from(document.querySelectorAll("form.w-exercise"));
+const checks = new Map(); // request id -> form
+const newestCheck = new WeakMap(); // form -> id of its newest request
+
+// The worked solution: the first <details> after the form (`??? success` in Markdown).
+function exerciseSolution(form) {
+  for (let el = form.nextElementSibling; el; el = el.nextElementSibling) {
+    if (el.tagName === "DETAILS") return el;
+  }
+  return null;
+}
+
+function openSolution(form) {
+  const details = exerciseSolution(form);
+  if (!details) return;
+  details.open = true;
+  const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  details.scrollIntoView({ block: "nearest", behavior: still ? "auto" : "smooth" });
+}
+
+function showVerdict(form, status, { html = null, text = "" } = {}) {
+  form.dataset.status = status;
+  const feedback = form.querySelector('[data-region="feedback"]');
+  if (html !== null) feedback.innerHTML = html; // Python's HTML, parameters escaped there
+  else feedback.textContent = text;
+  form.elements.answer.setAttribute("aria-invalid", String(status === "invalid" || status === "incorrect"));
+  form.dataset.revision = String(Number(form.dataset.revision) + 1);
+  if (status === "correct") openSolution(form);
+}
+
+function checkExercise(form) {
+  const id = nextId++;
+  const typed = form.elements.answer.value;
+  newestCheck.set(form, id);
+  form.dataset.status = "checking";
+  form.querySelector('[data-region="feedback"]').textContent = config.exercise.checking;
+  boot().then(
+    () => {
+      if (newestCheck.get(form) !== id) return; // a newer check replaced this one
+      checks.set(id, form);
+      const { spec, unit, tolerance } = form.dataset;
+      worker.postMessage({ type: "check", id, spec, unit, tolerance, typed, lang: config.lang });
+    },
+    (error) => {
+      if (newestCheck.get(form) !== id) return;
+      showVerdict(form, "error", { text: config.exercise.unavailable.replace("{reason}", error.message) });
+    },
+  );
+}
+
+function onChecked(reply) {
+  const form = checks.get(reply.id);
+  if (!form) return;
+  checks.delete(reply.id);
+  if (newestCheck.get(form) !== reply.id) return;
+  if (reply.fatal) showVerdict(form, "error", { text: config.exercise.unavailable.replace("{reason}", reply.fatal) });
+  else showVerdict(form, reply.status, { html: reply.html });
+}
+
+function setupExercise(form) {
+  const field = form.elements.answer;
+  for (const kind of ["focus", "input"]) field.addEventListener(kind, () => boot(), { once: true });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    checkExercise(form);
+  });
+  const show = form.querySelector('[data-action="solution"]');
+  if (exerciseSolution(form)) show.addEventListener("click", () => openSolution(form));
+  else show.hidden = true;
+  form.hidden = false;
+  form.dataset.status = "idle";
+}
+
+for (const form of exercises) setupExercise(form);

@@ -1,0 +1,54 @@
+"""Claims about the built site turned into checks: a strict Content-Security-Policy the
+host can apply, and a reproducible build."""
+
+from __future__ import annotations
+
+import base64
+import filecmp
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_emitted_policy_allows_no_inline_code_but_the_themes_hashed_scripts(built_site: Path) -> None:
+    headers = (built_site / "_headers").read_text(encoding="utf-8")
+    csp = re.search(r"Content-Security-Policy: (.*)", headers).group(1)
+    assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
+    assert "'wasm-unsafe-eval'" in csp and "default-src 'self'" in csp
+    assert "object-src 'none'" in csp
+    for path in built_site.rglob("*.html"):
+        html = path.read_text(encoding="utf-8")
+        assert not re.search(r"\son[a-z]+=\"", html), f"{path}: inline event handler"
+        for attrs, body in re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S):
+            if "src=" in attrs or 'type="application/json"' in attrs:
+                continue
+            digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in csp, f"{path}: an inline script is not in the policy"
+    assert "Content-Security-Policy" in (built_site / "nginx.conf.example").read_text(encoding="utf-8")
+
+
+def test_long_lived_caching_only_for_content_addressed_files(built_site: Path) -> None:
+    headers = (built_site / "_headers").read_text(encoding="utf-8")
+    assert re.search(r"/assets/pyodide/\*\n  Cache-Control: public, max-age=31536000, immutable", headers)
+    assert re.search(r"/assets/wheels/\*\n  Cache-Control: public, max-age=31536000, immutable", headers)
+    assert re.search(r"/\*\n(  .*\n)*  Cache-Control: no-cache", headers)
+    version = [p.name for p in (built_site / "assets" / "pyodide").iterdir()]
+    assert version and all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in version)
+
+
+def test_two_builds_of_the_same_commit_are_byte_identical(built_site: Path, tmp_path: Path) -> None:
+    second = tmp_path / "again"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(second)],
+                   cwd=ROOT, check=True, env=env, capture_output=True)
+    first_files = sorted(p.relative_to(built_site) for p in built_site.rglob("*") if p.is_file()
+                         and not p.relative_to(built_site).as_posix().startswith("bench-bare"))
+    second_files = sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert first_files == second_files
+    differ = [str(p) for p in first_files if not filecmp.cmp(built_site / p, second / p, shallow=False)]
+    assert differ == []

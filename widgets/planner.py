@@ -1,0 +1,417 @@
+"""Widget `planner`: plan a run (issue 7).
+
+Controls: the model, training tokens, GPU count and memory, sustained throughput per
+GPU, the links inside and between nodes, the global batch, activation recomputation
+and sequence parallelism. `calc.planner.plan` enumerates every (TP, PP, DP, ZeRO stage,
+micro-batch count) layout; the widget shows the ten fastest that fit as a table with
+one stacked bar per layout (compute, pipeline bubble, exposed communication, against
+the ideal time), the rejected ones grouped by reason with a localized message that
+carries the numbers, and a collapsible list of rejected layouts (a few per reason, the
+count of the rest). The 3D chapter's layout (8 TP × 4 PP, ZeRO-1, micro-batch size 1)
+is marked in the table, or appended with its rank. Every number comes from `calc`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Iterable, Mapping
+
+from calc.activations import RECOMPUTE_MODES
+from calc.hardware import GPUS_PER_NODE
+from calc.models import DEFAULT_MODEL, MEGATRON_MODELS, MODELS, param_count
+from calc.planner import REASONS, Layout, Plan, plan
+
+from .common import all_values_table, output_label
+from .html import attrs, esc, num, svg, value_span
+from .locale import Locale
+from .spec import Choice, NumberChoice, Range, Toggle
+
+NAME = "planner"
+MODEL_TABLE = {**MODELS, **MEGATRON_MODELS}
+GPU_COUNTS = ("8", "16", "32", "64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096")
+MEMORIES_GB = ("16", "24", "40", "48", "80", "94", "141", "192")
+BATCHES = ("64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096")
+TOP = 10  # fastest layouts drawn
+ROWS_PER_REASON = 6  # rejected layouts listed per reason in the collapsible list
+VALUES_LISTED = 5  # distinct t / p / d values named in a reason's summary
+REF_TP, REF_PP, REF_ZERO, REF_B = 8, 4, 1, 1  # the 3D chapter's layout (seed 000, step 6)
+IDEAL_SHARE = 5e-4  # bubble + exposed communication below 0.05% of a step reads as "ideal"
+LIST_ORDER = ("memory", "zero_pp", "batch", "pp_layers", "tp_node", "tp_heads")
+
+CONTROLS = (
+    Choice("model", tuple(MODEL_TABLE), DEFAULT_MODEL, labels={k: m.name for k, m in MODEL_TABLE.items()}),
+    Range("tokens", lo=1e10, hi=1.5e13, step=1e10, default=2e12, display="count"),
+    NumberChoice("gpus", GPU_COUNTS, "256", labels={g: g for g in GPU_COUNTS}),
+    NumberChoice("gpu_memory_gb", MEMORIES_GB, "80", labels={g: f"{g} GB" for g in MEMORIES_GB}),
+    Range("tflops", lo=10, hi=1000, step=1, default=150, integer=True, display="integer"),
+    Range("intra_gbps", lo=10, hi=1000, step=5, default=450, display="number"),
+    Range("inter_gbps", lo=1, hi=100, step=0.5, default=50, display="number"),
+    NumberChoice("global_batch", BATCHES, "1024", labels={b: b for b in BATCHES}),
+    Choice("recompute", RECOMPUTE_MODES, "selective", radio=True),
+    Toggle("sequence_parallel", False),
+)
+
+OUTPUTS: dict[str, str] = {
+    "best_tp": "integer",
+    "best_pp": "integer",
+    "best_dp": "integer",
+    "best_zero": "integer",
+    "best_microbatches": "integer",
+    "best_micro_batch": "integer",
+    "best_time": "seconds",
+    "best_step_time": "seconds",
+    "best_compute_time": "seconds",
+    "best_bubble_time": "seconds",
+    "best_comm_time": "seconds",
+    "best_tp_comm_time": "seconds",
+    "best_pp_comm_time": "seconds",
+    "best_dp_comm_time": "seconds",
+    "best_bubble": "fraction",
+    "best_comm_fraction": "fraction",
+    "best_memory_bytes": "bytes",
+    "best_over_ideal": "ratio",
+    "ideal_time": "seconds",
+    "flops": "flops",
+    "steps": "integer",
+    "layouts_count": "integer",
+    "feasible_count": "integer",
+    "rejected_count": "integer",
+    **{f"rejected_{reason}": "integer" for reason in REASONS},
+    "ref_time": "seconds",
+    "ref_step_time": "seconds",
+    "ref_memory_bytes": "bytes",
+    "ref_bubble": "fraction",
+    "ref_fits": "yesno",
+    "ref_rank": "integer",
+    "ref_over_best": "ratio",
+    "params": "count",
+    "tokens": "count",
+    "gpus": "integer",
+    "gpu_memory_bytes": "bytes",
+    "gpu_flops": "flops_per_s",
+    "intra_bytes_per_s": "bytes_per_s",
+    "inter_bytes_per_s": "bytes_per_s",
+    "global_batch": "integer",
+}
+
+
+@lru_cache(maxsize=32)
+def _cached_plan(model: str, tokens: float, gpus: int, memory_gb: int, tflops: float, intra_gbps: float,
+                 inter_gbps: float, batch: int, recompute: str, sequence_parallel: bool) -> Plan:
+    m = MODEL_TABLE[model]
+    return plan(params=float(param_count(m)), layers=m.layers, hidden=m.hidden, heads=m.heads,
+                seq_len=m.seq_len, tokens=float(tokens), gpus=gpus, memory_bytes=memory_gb * 1e9,
+                flops_per_gpu=tflops * 1e12, intra_bytes_per_s=intra_gbps * 1e9,
+                inter_bytes_per_s=inter_gbps * 1e9, gpus_per_node=GPUS_PER_NODE,
+                global_batch=batch, recompute=recompute, sequence_parallel=sequence_parallel)
+
+
+def plan_of(state: Mapping[str, Any]) -> Plan:
+    """The plan of a validated state (cached: compute and render share it, and the
+    build's macros ask for the same states again and again)."""
+    return _cached_plan(state["model"], float(state["tokens"]), int(state["gpus"]), int(state["gpu_memory_gb"]),
+                        float(state["tflops"]), float(state["intra_gbps"]), float(state["inter_gbps"]),
+                        int(state["global_batch"]), state["recompute"], bool(state["sequence_parallel"]))
+
+
+def reference(p: Plan) -> tuple[Layout | None, int]:
+    """The 3D chapter's layout in this plan (t = 8, p = 4, ZeRO-1, b = 1) and its rank
+    among the feasible layouts (1 = best; 0 when it does not fit or does not exist)."""
+    for rank, x in enumerate(p.feasible, 1):
+        if (x.tp, x.pp, x.zero, x.micro_batch) == (REF_TP, REF_PP, REF_ZERO, REF_B):
+            return x, rank
+    for x in p.rejected:
+        if (x.tp, x.pp, x.zero) == (REF_TP, REF_PP, REF_ZERO) and x.micro_batch in (REF_B, 0):
+            return x, 0
+    return None, 0
+
+
+def compute(state: Mapping[str, Any]) -> dict[str, float]:
+    p = plan_of(state)
+    spec, best = p.spec, p.best
+    values: dict[str, float] = {
+        "ideal_time": spec.ideal_seconds,
+        "flops": spec.flops,
+        "steps": spec.steps,
+        "layouts_count": len(p.layouts),
+        "feasible_count": len(p.feasible),
+        "rejected_count": len(p.rejected),
+        **{f"rejected_{reason}": n for reason, n in p.counts},
+        "params": spec.params,
+        "tokens": spec.tokens,
+        "gpus": spec.gpus,
+        "gpu_memory_bytes": spec.memory_bytes,
+        "gpu_flops": spec.flops_per_gpu,
+        "intra_bytes_per_s": spec.intra_bytes_per_s,
+        "inter_bytes_per_s": spec.inter_bytes_per_s,
+        "global_batch": spec.global_batch,
+    }
+    b = best
+    values.update({
+        "best_tp": b.tp if b else 0,
+        "best_pp": b.pp if b else 0,
+        "best_dp": b.dp if b else 0,
+        "best_zero": b.zero if b else 0,
+        "best_microbatches": b.microbatches if b else 0,
+        "best_micro_batch": b.micro_batch if b else 0,
+        "best_time": b.run_s if b else 0.0,
+        "best_step_time": b.step_s if b else 0.0,
+        "best_compute_time": b.compute_s if b else 0.0,
+        "best_bubble_time": b.bubble_s if b else 0.0,
+        "best_comm_time": b.comm_s if b else 0.0,
+        "best_tp_comm_time": b.tp_comm_s if b else 0.0,
+        "best_pp_comm_time": b.pp_comm_s if b else 0.0,
+        "best_dp_comm_time": b.dp_comm_s if b else 0.0,
+        "best_bubble": b.bubble_s / b.step_s if b else 0.0,
+        "best_comm_fraction": b.comm_s / b.step_s if b else 0.0,
+        "best_memory_bytes": b.memory_bytes if b else 0.0,
+        "best_over_ideal": b.run_s / spec.ideal_seconds if b and spec.ideal_seconds > 0 else 0.0,
+    })
+    ref, rank = reference(p)
+    known = ref is not None and ref.evaluated
+    values.update({
+        "ref_time": ref.run_s if known else 0.0,
+        "ref_step_time": ref.step_s if known else 0.0,
+        "ref_memory_bytes": ref.memory_bytes if known else 0.0,
+        "ref_bubble": ref.bubble_s / ref.step_s if known and ref.step_s > 0 else 0.0,
+        "ref_fits": 1 if rank else 0,
+        "ref_rank": rank,
+        "ref_over_best": ref.run_s / b.run_s if known and b and b.run_s > 0 else 0.0,
+    })
+    return values
+
+
+# -- text pieces ---------------------------------------------------------------------------
+
+
+def layout_text(x: Layout, loc: Locale) -> str:
+    """`8 × 4 × 8` (t × p × d)."""
+    return loc.t(f"{NAME}.layout", tp=loc.integer(x.tp), pp=loc.integer(x.pp), dp=loc.integer(x.dp))
+
+
+def detail_text(x: Layout, loc: Locale) -> str:
+    """`ZeRO-1 · m 4 × b 1` (or without the micro-batches when there are none)."""
+    zero = loc.t(f"{NAME}.zero", stage=loc.integer(x.zero))
+    if not x.microbatches:
+        return loc.t(f"{NAME}.detail_no_micro", zero=zero)
+    return loc.t(f"{NAME}.detail", zero=zero, m=loc.integer(x.microbatches), b=loc.integer(x.micro_batch))
+
+
+def _values_list(numbers: Iterable[int], loc: Locale) -> str:
+    distinct = sorted(set(numbers))
+    shown = [loc.integer(v) for v in distinct[:VALUES_LISTED]]
+    return ", ".join(shown) + (", …" if len(distinct) > VALUES_LISTED else "")
+
+
+def reason_row(x: Layout, p: Plan, loc: Locale) -> str:
+    """One rejected layout's reason, with its numbers ("needs 93.4 GB of 80 GB")."""
+    spec = p.spec
+    return loc.t(f"{NAME}.reason_row.{x.reason}", tp=loc.integer(x.tp), pp=loc.integer(x.pp),
+                 dp=loc.integer(x.dp), zero=loc.integer(x.zero), heads=loc.integer(spec.heads),
+                 layers=loc.integer(spec.layers), batch=loc.integer(spec.global_batch),
+                 per_node=loc.integer(spec.gpus_per_node), need=loc.bytes(x.memory_bytes),
+                 memory=loc.bytes(spec.memory_bytes))
+
+
+def reason_summary(reason: str, rows: list[Layout], p: Plan, loc: Locale) -> str:
+    """A reason group's message with its numbers (the values of t, p or d involved, or
+    the layout that came closest to fitting)."""
+    spec = p.spec
+    params = dict(heads=loc.integer(spec.heads), layers=loc.integer(spec.layers),
+                  batch=loc.integer(spec.global_batch), per_node=loc.integer(spec.gpus_per_node),
+                  memory=loc.bytes(spec.memory_bytes))
+    if reason in ("tp_heads", "tp_node"):
+        params["values"] = _values_list((x.tp for x in rows), loc)
+    elif reason == "pp_layers":
+        params["values"] = _values_list((x.pp for x in rows), loc)
+    elif reason == "batch":
+        params["values"] = _values_list((x.dp for x in rows), loc)
+    elif reason == "memory":
+        closest = min(rows, key=lambda x: x.memory_bytes)
+        params.update(need=loc.bytes(closest.memory_bytes), layout=layout_text(closest, loc),
+                      detail=detail_text(closest, loc))
+    return loc.t(f"{NAME}.reason.{reason}", **params)
+
+
+def _grouped(p: Plan) -> dict[str, list[Layout]]:
+    groups: dict[str, list[Layout]] = {r: [] for r in REASONS}
+    for x in p.rejected:
+        groups[x.reason].append(x)
+    groups["memory"].sort(key=lambda x: (x.memory_bytes, x.tp, x.pp, x.zero, x.microbatches))
+    return groups
+
+
+# -- the figure: the fastest layouts ------------------------------------------------------
+
+BAR_W, BAR_H = 200, 14
+
+
+def _bar(x: Layout, rank: int, scale: float, ideal: float, loc: Locale) -> str:
+    """One layout's run time as a stacked bar: compute, bubble, exposed communication
+    (widths proportional to time, the same scale for every row) and the ideal time."""
+    run_per_step = x.run_s / x.step_s if x.step_s > 0 else 0.0
+    parts, left = [], 0.0
+    for seconds, cls in ((x.compute_s, "w-c1"), (x.bubble_s, "w-plan-bubble"), (x.comm_s, "w-c2")):
+        width = seconds * run_per_step * scale
+        if width > 0:
+            parts.append(f'<rect class="{cls}" x="{num(left)}" y="1" width="{num(width)}" height="{BAR_H - 2}"/>')
+        left += width
+    at = ideal * scale
+    parts.append(f'<line class="w-plan-ideal" x1="{num(at)}" y1="0" x2="{num(at)}" y2="{BAR_H}"/>')
+    step = x.step_s
+    title = loc.t(f"{NAME}.figure.bar_title", rank=loc.integer(rank), layout=layout_text(x, loc),
+                  time=loc.seconds(x.run_s))
+    desc = loc.t(f"{NAME}.figure.bar_desc", compute=loc.percent(x.compute_s / step), bubble=loc.percent(x.bubble_s / step),
+                 comm=loc.percent(x.comm_s / step), ideal=loc.seconds(ideal))
+    return svg(f"w-plan-bar-{rank}", BAR_W, BAR_H, "".join(parts), title, desc).replace(
+        'class="w-figure"', 'class="w-figure w-plan-bar" preserveAspectRatio="none"', 1)
+
+
+def _row(x: Layout, rank: int, scale: float, ideal: float, is_ref: bool, loc: Locale) -> str:
+    ref = f' <span class="w-plan-ref">{esc(loc.t(f"{NAME}.figure.ref_marker"))}</span>' if is_ref else ""
+    cls = ' class="w-plan-ref-row"' if is_ref else ""
+    return (f'<tr{cls}><th scope="row" class="w-plan-rank">{esc(loc.integer(rank))}</th>'
+            f'<td><span class="w-plan-layout">{esc(layout_text(x, loc))}</span>{ref}'
+            f'<span class="w-plan-sub">{esc(detail_text(x, loc))}</span>'
+            f'<span class="w-plan-sub w-plan-memline">{esc(loc.t(f"{NAME}.figure.memory_line", memory=loc.bytes(x.memory_bytes)))}</span></td>'
+            f'<td class="w-plan-num w-plan-memcol">{esc(loc.bytes(x.memory_bytes))}</td>'
+            f'<td class="w-plan-time"><span class="w-plan-num">{esc(loc.seconds(x.run_s))}</span>'
+            f'{_bar(x, rank, scale, ideal, loc)}</td></tr>')
+
+
+def figure(p: Plan, v: Mapping[str, float], loc: Locale) -> str:
+    t = f"{NAME}.figure"
+    if not p.feasible:
+        return (f'<figure class="w-fig w-plan-fig"><figcaption class="w-fig-heading">'
+                f'{esc(loc.t(f"{t}.heading_none", layouts=loc.integer(len(p.layouts)), memory=loc.bytes(p.spec.memory_bytes)))}'
+                f'</figcaption></figure>')
+    top = list(enumerate(p.feasible[:TOP], 1))
+    ref, ref_rank = reference(p)
+    if ref_rank > TOP and ref is not None:
+        top.append((ref_rank, ref))
+    slowest = max(x.run_s for _, x in top)
+    scale = BAR_W / slowest if slowest > 0 else 0.0
+    ideal = p.spec.ideal_seconds
+    rows = "".join(_row(x, rank, scale, ideal, rank == ref_rank, loc) for rank, x in top)
+    heading = loc.t(f"{t}.heading", shown=loc.integer(min(TOP, len(p.feasible))),
+                    feasible=loc.integer(len(p.feasible)), layouts=loc.integer(len(p.layouts)))
+    legend = "".join(
+        f'<li><span class="w-swatch {cls}"></span>{esc(loc.t(f"{t}.{key}"))}</li>'
+        for cls, key in (("w-c1", "compute"), ("w-plan-bubble", "bubble"), ("w-c2", "comm"), ("w-plan-ideal-swatch", "ideal")))
+    head = "".join(f'<th scope="col"{attrs(class_=c)}>{esc(loc.t(f"{t}.col_{k}"))}</th>'
+                   for k, c in (("rank", "w-plan-rank"), ("layout", None), ("memory", "w-plan-num w-plan-memcol"), ("time", None)))
+    return (f'<figure class="w-fig w-plan-fig"><figcaption class="w-fig-heading">{esc(heading)}</figcaption>'
+            f'<ul class="w-legend">{legend}</ul>'
+            f'<div class="w-plan-scroll"><table class="w-plan-table"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{rows}</tbody></table></div>'
+            f'<p class="w-plan-note">{esc(loc.t(f"{t}.note", layout=loc.t(f"{NAME}.layout_axes"), gpu_flops=loc.format("flops_per_s", v["gpu_flops"])))}</p>'
+            f'</figure>')
+
+
+# -- rejected layouts ---------------------------------------------------------------------
+
+
+def rejected_html(p: Plan, loc: Locale) -> str:
+    """The reasons with their counts and numbers, then the collapsible list."""
+    if not p.rejected:
+        return f'<p class="w-plan-none">{loc.h(f"{NAME}.rejected.none")}</p>'
+    groups = _grouped(p)
+    items = "".join(
+        f'<li><strong>{esc(loc.integer(len(groups[r])))}</strong> {esc(reason_summary(r, groups[r], p, loc))}</li>'
+        for r in REASONS if groups[r])
+    heading = loc.t(f"{NAME}.rejected.heading", count=loc.integer(len(p.rejected)),
+                    layouts=loc.integer(len(p.layouts)))
+    bodies = []
+    for r in LIST_ORDER:
+        rows = groups[r]
+        if not rows:
+            continue
+        title = loc.t(f"{NAME}.rejected.group", reason=loc.t(f"{NAME}.reason_title.{r}"), count=loc.integer(len(rows)))
+        body = [f'<tr><th scope="rowgroup" colspan="2">{esc(title)}</th></tr>']
+        for x in rows[:ROWS_PER_REASON]:
+            body.append(f'<tr><td><span class="w-plan-num">{esc(layout_text(x, loc))}</span>'
+                        f'<span class="w-plan-sub">{esc(detail_text(x, loc))}</span></td>'
+                        f'<td>{esc(reason_row(x, p, loc))}</td></tr>')
+        if len(rows) > ROWS_PER_REASON:
+            more = loc.t(f"{NAME}.rejected.more", count=loc.integer(len(rows) - ROWS_PER_REASON))
+            body.append(f'<tr><td colspan="2" class="w-plan-more">{esc(more)}</td></tr>')
+        bodies.append(f'<tbody>{"".join(body)}</tbody>')
+    head = "".join(f'<th scope="col">{esc(loc.t(f"{NAME}.rejected.col_{k}"))}</th>' for k in ("layout", "reason"))
+    summary = loc.t(f"{NAME}.rejected.list", count=loc.integer(len(p.rejected)), per_reason=loc.integer(ROWS_PER_REASON))
+    return (f'<p class="w-fig-heading w-plan-rej-heading">{esc(heading)}</p><ul class="w-plan-reasons">{items}</ul>'
+            f'<details class="w-details w-plan-rejected"><summary>{esc(summary)}</summary>'
+            f'<div class="w-plan-scroll"><table class="w-plan-rej-table"><thead><tr>{head}</tr></thead>{"".join(bodies)}</table></div></details>')
+
+
+# -- cards, sentence, render ---------------------------------------------------------------
+
+
+def _cards(p: Plan, v: Mapping[str, float], loc: Locale) -> str:
+    def card(label: str, body: str, sub: str = "") -> str:
+        extra = f'<span class="w-plan-card-sub">{sub}</span>' if sub else ""
+        return f'<div class="w-stat"><dt>{esc(label)}</dt><dd>{body}{extra}</dd></div>'
+
+    b = p.best
+    c = f"{NAME}.cards"
+    if b is None:
+        best = card(loc.t(f"{c}.layout"), esc(loc.t(f"{c}.none")))
+    else:
+        spans = loc.h(f"{NAME}.layout", tp="\0tp\0", pp="\0pp\0", dp="\0dp\0")
+        for key in ("tp", "pp", "dp"):
+            spans = spans.replace(f"\0{key}\0", value_span(f"best_{key}", v[f"best_{key}"], "integer", loc))
+        best = card(loc.t(f"{c}.layout"), spans, esc(detail_text(b, loc)))
+    items = [
+        best,
+        card(output_label(NAME, "best_time", loc), value_span("best_time", v["best_time"], "seconds", loc),
+             loc.h(f"{c}.ideal", ideal=loc.seconds(v["ideal_time"]))),
+        card(output_label(NAME, "best_memory_bytes", loc),
+             value_span("best_memory_bytes", v["best_memory_bytes"], "bytes", loc),
+             loc.h(f"{c}.of_memory", memory=loc.bytes(v["gpu_memory_bytes"]))),
+        card(loc.t(f"{c}.feasible"), value_span("feasible_count", v["feasible_count"], "integer", loc),
+             loc.h(f"{c}.of_layouts", layouts=loc.integer(v["layouts_count"]))),
+    ]
+    return f'<dl class="w-stats w-plan-stats">{"".join(items)}</dl>'
+
+
+def sentence(state: Mapping[str, Any], p: Plan, v: Mapping[str, float], loc: Locale) -> str:
+    """The sentence stating the result (HTML-escaped)."""
+    s = f"{NAME}.sentence"
+    f = {key: loc.format(kind, v[key]) for key, kind in OUTPUTS.items()}
+    model = MODEL_TABLE[state["model"]].name
+    b = p.best
+    if b is None:
+        groups = _grouped(p)
+        closest = loc.bytes(min(x.memory_bytes for x in groups["memory"])) if groups["memory"] else "–"
+        return loc.h(f"{s}.none", layouts=f["layouts_count"], model=model, gpus=f["gpus"],
+                     memory=f["gpu_memory_bytes"], need=closest)
+    key = "best_ideal" if b.comm_s + b.bubble_s <= IDEAL_SHARE * b.step_s else "best"
+    parts = [loc.t(f"{s}.{key}", layouts=f["layouts_count"], feasible=f["feasible_count"], model=model,
+                   gpus=f["gpus"], memory=f["gpu_memory_bytes"], layout=layout_text(b, loc),
+                   detail=detail_text(b, loc), time=f["best_time"], over=f["best_over_ideal"],
+                   ideal=f["ideal_time"], bubble=f["best_bubble"], comm=f["best_comm_fraction"])]
+    ref, rank = reference(p)
+    if ref is not None:
+        ref_layout = layout_text(ref, loc)
+        if rank == 1:
+            parts.append(loc.t(f"{s}.ref_best", layout=ref_layout))
+        elif rank:
+            parts.append(loc.t(f"{s}.ref_rank", layout=ref_layout, rank=f["ref_rank"], time=f["ref_time"],
+                               over=f["ref_over_best"]))
+        else:
+            parts.append(loc.t(f"{s}.ref_rejected", layout=ref_layout, reason=reason_row(ref, p, loc)))
+    return esc(_join(parts))
+
+
+def _join(parts: list[str]) -> str:
+    """Sentences in a row: a space after `.`, none after a full-width `。` (Chinese)."""
+    out = ""
+    for part in parts:
+        out += part if not out or out.endswith(("。", "！", "？", "：")) else " " + part
+    return out
+
+
+def render(state: Mapping[str, Any], values: Mapping[str, float], loc: Locale) -> str:
+    p = plan_of(state)
+    return (f'{_cards(p, values, loc)}<p class="w-sentence">{sentence(state, p, values, loc)}</p>'
+            f'{figure(p, values, loc)}{rejected_html(p, loc)}'
+            f'{all_values_table(NAME, OUTPUTS, values, loc)}')
