@@ -1,7 +1,7 @@
 # Two commands work on a fresh machine (README.md):
-#   make serve   install, build both languages, serve on http://127.0.0.1:8000
+#   make serve   install, build both languages and their PDFs, serve on http://127.0.0.1:8000
 #   make test    install, run every test
-# `make build` builds site/ alone.
+# `make build` builds site/ alone; `make pdf` builds it and prints the two PDFs.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,9 +12,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 # Reproducible builds: dates in the sitemap and the wheel come from the last commit.
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
 
-.PHONY: install build serve test check bench clean chromium
+.PHONY: install build pdf serve test check bench clean chromium cjk-font
 
-install: $(VENV)/.installed node_modules/.installed chromium
+install: $(VENV)/.installed node_modules/.installed chromium cjk-font
 
 # Python environment: pinned build and test tools, the project itself (editable).
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -37,10 +37,23 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "Install Chromium (e.g. sudo apt-get install chromium) or set CHROMIUM=/path/to/chrome" >&2; exit 1; fi
 
+# A Chinese font for the zh PDF (and the browser's Chinese pages): Debian's fonts-noto-cjk
+# when fontconfig knows none.
+cjk-font:
+	@if ! command -v fc-list >/dev/null 2>&1 || [ -n "$$(fc-list :lang=zh 2>/dev/null)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; \
+	else echo "No Chinese font: the zh PDF needs one (e.g. sudo apt-get install fonts-noto-cjk)" >&2; fi
+
 build: $(VENV)/.installed node_modules/.installed
 	$(PY) -m mkdocs build --strict
 
-serve: build
+# The whole book as one PDF per language, printed by Chromium into site/pdf/ (the home
+# pages link to them); an unchanged book is copied from build/pdf-cache/, not printed again.
+pdf: build chromium cjk-font
+	$(PY) tools/pdf.py --site site --cache build/pdf-cache
+
+serve: pdf
 	$(PY) tools/serve.py --dir site --port $(PORT)
 
 check: $(VENV)/.installed
