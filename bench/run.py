@@ -229,7 +229,7 @@ def main() -> None:
     args = parser.parse_args()
     runs, moves = (1, 10) if args.quick else (5, 100)
 
-    from conftest import CHROMIUM_ARGS, chromium_path
+    from chromium import CHROMIUM_ARGS, chromium_path
     from playwright.sync_api import sync_playwright
     from serve import start
 

@@ -8,7 +8,6 @@ site works from any static host under any prefix.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,16 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
+from chromium import CHROMIUM_ARGS, chromium_path  # noqa: E402  (tools/chromium.py, shared with make pdf and bench)
+
 LANGS = ("id", "zh")
-
-
-def chromium_path() -> str | None:
-    """Debian's chromium (or $CHROMIUM); None lets Playwright use its own browser."""
-    return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="session")

@@ -54,13 +54,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from chromium import CHROMIUM_ARGS, chromium_path  # noqa: E402  (tools/chromium.py)
+
 NAME = "distributed-training-llm"  # the PDFs: <NAME>-<lang>.pdf
 SKIP = ("translate.md",)  # pages about the website, not the book
-# The same as tests/conftest.py (a test checks it): Debian's Chromium, no network extras.
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
 ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(?P<body>.*?)</article>', re.S)
 STYLESHEET = re.compile(r'<link rel="stylesheet" href="(?P<href>[^"]+)"')
 H1 = re.compile(r"<h1\b[^>]*>(?P<text>.*?)</h1>", re.S)
@@ -90,11 +87,6 @@ MARGIN_FONT = "font-family: Helvetica, Arial, sans-serif; font-size: 8pt; color:
 
 def pdf_name(lang: str) -> str:
     return f"{NAME}-{lang}.pdf"
-
-
-def chromium_path() -> str | None:
-    """Debian's chromium (or $CHROMIUM); None lets Playwright use its own browser."""
-    return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 # --- the book's structure ----------------------------------------------------------------------

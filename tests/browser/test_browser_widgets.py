@@ -1,5 +1,6 @@
 """Every registered widget, in both languages, live in Chromium: the browser shows exactly
-what native Python computes (defaults, both ends of every control, seeded random states).
+what native Python computes (defaults, both ends of every control and seeded random
+states in one language, a random state in the other; every control by keyboard in both).
 
 The chapter of each widget is found from the ```widget fences in docs/, so a new widget
 is covered as soon as it is registered and placed on a page.
@@ -48,7 +49,12 @@ def test_widget_is_live_and_equals_native_python(page: Any, site_url: str, name:
         root(name),
     )
     assert page.inner_html(f'{root(name)} [data-region="output"]') == prerendered
-    states = [*edge_states(module.CONTROLS), *random_states(module.CONTROLS, 3, seed=2026)]
+    # Both ends of every control in one language (alternating between widgets), a random
+    # state in the other: Pyodide = native for every state in both languages is already
+    # proven by tests/parity; here the point is the page's plumbing (and CI time).
+    full = (sorted(REGISTRY).index(name) + (lang == "zh")) % 2 == 0
+    states = ([*edge_states(module.CONTROLS), *random_states(module.CONTROLS, 3, seed=2026)] if full
+              else random_states(module.CONTROLS, 1, seed=2027))
     controls = {c.name: c for c in module.CONTROLS}
     for state in states:
         wanted = canonical(module.CONTROLS, state)

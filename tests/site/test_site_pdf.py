@@ -84,12 +84,6 @@ def squeeze(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def test_the_tool_launches_chromium_like_the_tests() -> None:
-    from conftest import CHROMIUM_ARGS
-
-    assert pdf.CHROMIUM_ARGS == CHROMIUM_ARGS
-
-
 def test_the_book_has_every_nav_page_but_the_translators_guide(structure: dict[str, pdf.Language]) -> None:
     assert set(structure) == set(LANGS)
     for lang in structure.values():
