@@ -3,12 +3,10 @@ gpus = t·p·d, shows the bubble/DP trade-off, and its preset links carry valid 
 
 from __future__ import annotations
 
-import copy
 import html
 import itertools
 import math
 import re
-from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import unquote
 
@@ -18,8 +16,8 @@ from calc.hardware import GPUS_PER_NODE
 from calc.models import MODELS
 from calc.pipeline import stage_layers
 from widgets import parallel3d as p3d
+from markup_check import TagBalance, hostile_locale
 from widgets.core import evaluate, format_value, render_output
-from widgets.locale import Locale
 from widgets.native import locale
 from widgets.spec import canonical, defaults, edge_states, parse_state, random_states
 
@@ -272,47 +270,10 @@ def test_sentence_reads_differently_when_the_meaning_changes(raw: dict[str, str]
     assert lead in sentence
 
 
-class TagBalance(HTMLParser):
-    VOID = {"br", "hr", "img", "input", "meta", "link", "rect", "line", "path", "circle"}
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stack: list[str] = []
-        self.errors: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag not in self.VOID:
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: Any) -> None:
-        pass
-
-    def handle_endtag(self, tag: str) -> None:
-        if not self.stack or self.stack[-1] != tag:
-            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
-        else:
-            self.stack.pop()
-
-
-def hostile_locale(lang: str) -> Locale:
-    """The catalog with markup appended to every parallel3d string (placeholders kept)."""
-    base = locale(lang)
-    strings = copy.deepcopy(dict(base.strings))
-
-    def poison(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: poison(v) for k, v in node.items()}
-        return node + ' <i x="1">&amp;</i>' if isinstance(node, str) else node
-
-    strings["parallel3d"] = poison(strings["parallel3d"])
-    strings["runtime"] = poison(strings["runtime"])
-    return Locale(lang, strings)
-
-
 @pytest.mark.parametrize("lang", ["id", "zh"])
 @pytest.mark.parametrize("state", sample_states()[:12])
 def test_markup_is_escaped_and_balanced(lang: str, state: dict[str, Any]) -> None:
-    page = render_output("parallel3d", state, hostile_locale(lang)).html
+    page = render_output("parallel3d", state, hostile_locale(lang, "parallel3d")).html
     assert "<i " not in page and "</i>" not in page
     assert "&lt;i x=&quot;1&quot;&gt;&amp;amp;&lt;/i&gt;" in page or "&lt;i x=\"1\"&gt;&amp;amp;&lt;/i&gt;" in page
     checker = TagBalance()

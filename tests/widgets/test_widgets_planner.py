@@ -4,18 +4,16 @@ rejection list that stay accessible, escaped and small."""
 
 from __future__ import annotations
 
-import copy
 import html
 import re
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
 
 from calc.planner import REASONS
 from widgets import planner as w
+from markup_check import TagBalance, hostile_locale
 from widgets.core import evaluate, format_value, handle, render_output, render_widget
-from widgets.locale import Locale
 from widgets.native import locale
 from widgets.spec import defaults, edge_states, random_states
 
@@ -246,42 +244,6 @@ def test_every_reason_has_a_message_in_both_languages() -> None:
 # -- markup ---------------------------------------------------------------------------------
 
 
-class TagBalance(HTMLParser):
-    VOID = {"br", "hr", "img", "input", "meta", "link", "rect", "line", "path", "circle"}
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stack: list[str] = []
-        self.errors: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag not in self.VOID:
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: Any) -> None:
-        pass
-
-    def handle_endtag(self, tag: str) -> None:
-        if not self.stack or self.stack[-1] != tag:
-            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
-        else:
-            self.stack.pop()
-
-
-def hostile_locale(lang: str) -> Locale:
-    base = locale(lang)
-    strings = copy.deepcopy(dict(base.strings))
-
-    def poison(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: poison(v) for k, v in node.items()}
-        return node + ' <i x="1">&amp;</i>' if isinstance(node, str) else node
-
-    strings["planner"] = poison(strings["planner"])
-    strings["runtime"] = poison(strings["runtime"])
-    return Locale(lang, strings)
-
-
 def sample_states() -> list[dict[str, Any]]:
     return [*edge_states(w.CONTROLS), *random_states(w.CONTROLS, 6, seed=11)]
 
@@ -289,7 +251,7 @@ def sample_states() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("lang", ["id", "zh"])
 @pytest.mark.parametrize("state", sample_states()[:14])
 def test_markup_is_escaped_and_balanced(lang: str, state: dict[str, Any]) -> None:
-    page = render_output("planner", state, hostile_locale(lang)).html
+    page = render_output("planner", state, hostile_locale(lang, "planner")).html
     assert "<i " not in page and "</i>" not in page
     checker = TagBalance()
     checker.feed(page)
