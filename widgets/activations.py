@@ -23,7 +23,7 @@ from calc.hardware import DEFAULT_GPU, GPUS
 from calc.parallel3d import state_per_gpu_bytes
 
 from .common import MODEL, all_values_table, model_params, output_label
-from .html import esc, num, stat_cards, svg
+from .html import bar_end_label, esc, line_label, num, stat_cards, svg
 from .locale import Locale
 from .spec import Choice, NumberChoice, Range, Toggle
 
@@ -251,16 +251,10 @@ def _memory_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title
     parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="{num(top - 6)}" x2="{num(gpu_x)}" y2="{num(top + bar_h + 6)}"/>')
     total = esc(loc.t("activations.figure.total_fits" if v["fits"] else "activations.figure.total_over",
                       total=f["total_per_gpu_bytes"]))
-    if x > 200:
-        parts.append(f'<text class="w-fig-value" x="{num(x)}" y="12" text-anchor="end">{total}</text>')
-    else:
-        parts.append(f'<text class="w-fig-value" x="{num(max(x, left))}" y="12">{total}</text>')
+    parts.append(bar_end_label(x, left, 12, total, 200))
     gpu_label = esc(loc.t("activations.figure.gpu_line", memory=f["gpu_memory_bytes"]))
     label_y = top + bar_h + 16
-    if gpu_x > WIDTH / 2:
-        parts.append(f'<text class="w-fig-note" x="{num(gpu_x - 4)}" y="{num(label_y)}" text-anchor="end">{gpu_label}</text>')
-    else:
-        parts.append(f'<text class="w-fig-note" x="{num(gpu_x + 4)}" y="{num(label_y)}">{gpu_label}</text>')
+    parts.append(line_label(gpu_x, label_y, gpu_label, WIDTH))
     return svg("w-act-mem", WIDTH, math.ceil(label_y + 4), "".join(parts), title, desc)
 
 

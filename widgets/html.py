@@ -107,6 +107,23 @@ def svg(ident: str, width: int, height: int, body: str, title: str, desc: str) -
     )
 
 
+def line_label(x: float, y: float, text: str, width: float, cls: str = "w-fig-note") -> str:
+    """A label beside a vertical line at `x` (e.g. the GPU's memory): to its left, ending
+    at the line, in the right half of a figure `width` wide; to its right otherwise.
+    `text` is already escaped."""
+    if x > width / 2:
+        return f'<text class="{cls}" x="{num(x - 4)}" y="{num(y)}" text-anchor="end">{text}</text>'
+    return f'<text class="{cls}" x="{num(x + 4)}" y="{num(y)}">{text}</text>'
+
+
+def bar_end_label(x: float, left: float, y: float, text: str, room: float, cls: str = "w-fig-value") -> str:
+    """The value at a bar's end `x`: ending at it when the bar (from the figure's left
+    edge) is longer than `room`, else starting at max(x, `left`). `text` is escaped."""
+    if x > room:
+        return f'<text class="{cls}" x="{num(x)}" y="{num(y)}" text-anchor="end">{text}</text>'
+    return f'<text class="{cls}" x="{num(max(x, left))}" y="{num(y)}">{text}</text>'
+
+
 def num(value: float) -> str:
     """An SVG coordinate: at most 2 decimals, no trailing zeros (stable across Pythons)."""
     text = f"{value:.2f}".rstrip("0").rstrip(".")

@@ -17,7 +17,7 @@ from calc.memory import training_state
 from calc.models import MODELS, param_count
 
 from .common import MODEL
-from .html import details_table, esc, num, stat_cards, svg
+from .html import details_table, esc, line_label, num, stat_cards, svg
 from .locale import Locale
 from .spec import Range
 
@@ -135,10 +135,7 @@ def _memory_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title
         parts.append(f'<rect class="w-over" x="{num(gpu_x)}" y="4" width="{num(x - gpu_x)}" height="34"/>')
     parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="0" x2="{num(gpu_x)}" y2="46"/>')
     gpu_label = esc(loc.t("why.figure.gpu_line", memory=f["gpu_memory_bytes"]))
-    if gpu_x > WIDTH / 2:
-        parts.append(f'<text class="w-fig-note" x="{num(gpu_x - 4)}" y="58" text-anchor="end">{gpu_label}</text>')
-    else:
-        parts.append(f'<text class="w-fig-note" x="{num(gpu_x + 4)}" y="58">{gpu_label}</text>')
+    parts.append(line_label(gpu_x, 58, gpu_label, WIDTH))
     if x - gpu_x > 70 or gpu_x > WIDTH / 2:
         parts.append(f'<text class="w-fig-value" x="{num(x)}" y="58" text-anchor="end">{esc(f["state_bytes"])}</text>')
     return svg("w-why-mem", WIDTH, 62, "".join(parts), title, desc)

@@ -14,7 +14,7 @@ from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import training_state
 
 from .common import MODEL, all_values_table, model_params, output_label
-from .html import esc, num, stat_cards, svg
+from .html import bar_end_label, esc, line_label, num, stat_cards, svg
 from .locale import Locale
 from .spec import Choice, Range
 
@@ -152,19 +152,13 @@ def _memory_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title
         parts.append(f'<rect class="w-over" x="{num(gpu_x)}" y="{num(top - 2)}" width="{num(x - gpu_x)}" height="{bar_h + 4}"/>')
     parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="{num(top - 6)}" x2="{num(gpu_x)}" y2="{num(top + bar_h + 6)}"/>')
     total = esc(loc.t("zero.figure.total_fits" if v["fits"] else "zero.figure.total_over", state=f["state_per_gpu_bytes"]))
-    if x > 150:
-        parts.append(f'<text class="w-fig-value" x="{num(x)}" y="12" text-anchor="end">{total}</text>')
-    else:
-        parts.append(f'<text class="w-fig-value" x="{num(max(x, left))}" y="12">{total}</text>')
+    parts.append(bar_end_label(x, left, 12, total, 150))
     if v["state_per_gpu_bytes"] < v["dp_state_per_gpu_bytes"]:
         base = esc(loc.t("zero.figure.baseline", state=f["dp_state_per_gpu_bytes"]))
         parts.append(f'<text class="w-fig-note" x="{num(base_end)}" y="12" text-anchor="end">{base}</text>')
     gpu_label = esc(loc.t("zero.figure.gpu_line", memory=f["gpu_memory_bytes"]))
     label_y = top + bar_h + 16
-    if gpu_x > WIDTH / 2:
-        parts.append(f'<text class="w-fig-note" x="{num(gpu_x - 4)}" y="{num(label_y)}" text-anchor="end">{gpu_label}</text>')
-    else:
-        parts.append(f'<text class="w-fig-note" x="{num(gpu_x + 4)}" y="{num(label_y)}">{gpu_label}</text>')
+    parts.append(line_label(gpu_x, label_y, gpu_label, WIDTH))
     return svg("w-zero-mem", WIDTH, math.ceil(label_y + 4), "".join(parts), title, desc)
 
 
