@@ -36,6 +36,8 @@ def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str)
     open_live(page, site_url + CHAPTER[lang])
     set_why(page, "model", "llama2-13b")
     set_why(page, "tokens", "1000000000000")
+    # The URL follows once the widget is left alone for a moment (off the update path).
+    page.wait_for_function("() => decodeURIComponent(location.hash).includes('why.tokens=1000000000000')", timeout=5_000)
     fragment = unquote(page.evaluate("location.hash"))
     assert "why.model=llama2-13b" in fragment and "why.tokens=1000000000000" in fragment
     switch = page.locator("a.md-select__link[hreflang]").evaluate_all("links => links.map(a => a.href)")
@@ -45,6 +47,24 @@ def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str)
     assert second.locator(f'{ROOT} [name="model"]').input_value() == "llama2-13b"
     assert second.locator(f'{ROOT} [name="tokens"]').input_value() == "1000000000000"
     assert_matches_native(second, "why", {"tokens": "1000000000000", "model": "llama2-13b"}, lang)
+
+
+def test_switching_language_right_after_a_change_keeps_the_state(page: Any, site_url: str) -> None:
+    # The URL is written after a pause; clicking the language switcher before that pause
+    # is over must still carry the newest state (the write is flushed on pointerdown).
+    open_live(page, site_url + CHAPTER["id"])
+    before = int(page.get_attribute(ROOT, "data-revision"))
+    page.evaluate("""(sel) => { const s = document.querySelector(sel + ' [name=tokens]');
+        s.value = '600000000000'; s.dispatchEvent(new Event('input', { bubbles: true })); }""", ROOT)
+    wait_revision_above(page, "why", before)
+    link = page.locator('a.md-select__link[hreflang="zh"]')
+    link.dispatch_event("pointerdown")
+    link.dispatch_event("click")
+    page.wait_for_url("**/zh/**")
+    page.locator(ROOT).scroll_into_view_if_needed()
+    page.wait_for_selector(f'{ROOT}[data-status="ready"]', timeout=BOOT_MS)
+    wait_revision_above(page, "why", 0, BOOT_MS)
+    assert page.locator(f'{ROOT} [name="tokens"]').input_value() == "600000000000"
 
 
 @pytest.mark.parametrize(

@@ -73,20 +73,43 @@ function parseHash() {
   return states;
 }
 
-function writeHash(name, state) {
-  const defaults = new URLSearchParams(byName.get(name).dataset.defaults);
+// The URL (and the language switcher's links) follow the widget states, but off the
+// update path: history.replaceState costs a few milliseconds and Chromium drops calls
+// beyond ~200 per 10 s, so a drag writes the URL once it pauses (HASH_DELAY_MS after the
+// last applied update), and at once before the reader leaves or switches language.
+const HASH_DELAY_MS = 150;
+const urlStates = new Map(); // widget name -> its last applied valid state
+let hashTimer = 0;
+
+function urlFragment() {
   const keep = location.hash.slice(1).includes("=")
-    ? location.hash.slice(1).split("&").filter((p) => p && !p.startsWith(`${name}.`))
+    ? location.hash.slice(1).split("&").filter((p) => p && !Array.from(urlStates.keys()).some((n) => p.startsWith(`${n}.`)))
     : [];
-  for (const [key, value] of Object.entries(state)) {
-    if (defaults.get(key) !== value) keep.push(`${name}.${key}=${encodeURIComponent(value)}`);
+  for (const [name, state] of urlStates) {
+    const defaults = new URLSearchParams(byName.get(name).dataset.defaults);
+    for (const [key, value] of Object.entries(state)) {
+      if (defaults.get(key) !== value) keep.push(`${name}.${key}=${encodeURIComponent(value)}`);
+    }
   }
-  const url = keep.length ? `#${keep.join("&")}` : location.pathname + location.search;
-  history.replaceState(history.state, "", url);
+  return keep.length ? `#${keep.join("&")}` : "";
+}
+
+function flushHash() {
+  clearTimeout(hashTimer);
+  hashTimer = 0;
+  if (urlStates.size === 0) return;
+  const fragment = urlFragment();
+  if (fragment !== location.hash) history.replaceState(history.state, "", fragment || location.pathname + location.search);
   // The language switcher keeps the reader on the same widget state.
   for (const link of document.querySelectorAll("a[hreflang]")) {
-    link.href = link.href.split("#")[0] + (keep.length ? `#${keep.join("&")}` : "");
+    link.href = link.href.split("#")[0] + fragment;
   }
+}
+
+function writeHash(name, state) {
+  urlStates.set(name, state);
+  clearTimeout(hashTimer);
+  hashTimer = setTimeout(flushHash, HASH_DELAY_MS);
 }
 
 function send(name, state) {
@@ -190,6 +213,14 @@ function onInput(event) {
   if (latest.get(name) === JSON.stringify(state)) return; // input and change both fire
   send(name, state);
 }
+
+for (const kind of ["pointerdown", "keydown"]) {
+  document.addEventListener(kind, (event) => {
+    if (hashTimer && event.target instanceof Element && event.target.closest("a[hreflang]")) flushHash();
+  }, true);
+}
+window.addEventListener("pagehide", () => { if (hashTimer) flushHash(); });
+document.addEventListener("visibilitychange", () => { if (hashTimer) flushHash(); });
 
 // A link to a widget state (e.g. a preset: href="#parallel3d.dp=16&...") applies it.
 window.addEventListener("hashchange", () => {
