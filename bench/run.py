@@ -238,7 +238,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     parser.add_argument("--site", help="an already built site (skips the build timing)")
     args = parser.parse_args()
-    runs, moves = (1, 10) if args.quick else (5, 100)
+    runs, moves = (1, 10) if args.quick else (9, 100)
 
     from chromium import CHROMIUM_ARGS, chromium_path
     from playwright.sync_api import sync_playwright

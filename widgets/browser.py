@@ -16,7 +16,6 @@ import json
 import sys
 
 from .core import handle
-from .exercise import handle as handle_exercise
 from .locale import Locale
 
 _LOCALES: dict[str, Locale] = {}
@@ -59,6 +58,8 @@ def call(request_json: str) -> str:
 def check(request_json: str) -> str:
     """Check one typed answer `{"spec", "unit", "tolerance", "typed", "lang"}` of an
     exercise; returns `{"status", "html"}` as JSON (widgets.exercise.handle)."""
+    from .exercise import handle as handle_exercise  # imported when a page first checks
+
     request = json.loads(request_json)
     loc = _LOCALES[request["lang"]]
     try:

@@ -7,12 +7,12 @@ the controls for the pre-rendered page; `handle` is the worker's entry point.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping
 
 from . import REGISTRY
+from .escape import escape
 from .html import attrs, control_label, control_value_text, controls_html
 from .locale import Locale
 from .spec import Range, StateError, canonical, defaults, parse_state
@@ -110,7 +110,7 @@ def handle(request: Mapping[str, Any], loc: Locale) -> dict[str, Any]:
     name = str(request.get("widget", ""))
     raw = request.get("state")
     if not isinstance(raw, Mapping):
-        raw = {"state": html.escape(str(raw))}
+        raw = {"state": escape(str(raw))}
     out = render_output(name, raw, loc)
     return {"ok": out.ok, "html": out.html, "state": out.state, "labels": out.labels}
 

@@ -18,13 +18,13 @@ which calls `check`): JavaScript neither reads nor compares numbers.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .core import evaluate, widget_module
+from .escape import escape
 from .html import attrs, esc
 from .locale import Locale, NumberError, SUPERSCRIPT, plain_number
 from .spec import StateError
@@ -354,7 +354,7 @@ def render_form(ex: Exercise, answer: float, ident: str, loc: Locale) -> str:
         f'<button type="submit" class="w-exercise-check">{loc.h("exercise.check")}</button>'
         f'<button type="button" class="w-exercise-show" data-action="solution">{loc.h("exercise.show")}</button>'
         f"</span></div>"
-        f'<p class="w-exercise-tolerance" id="{base}-tolerance">{html.escape(tolerance_text(ex.tolerance, loc), quote=False)}</p>'
+        f'<p class="w-exercise-tolerance" id="{base}-tolerance">{escape(tolerance_text(ex.tolerance, loc), quote=False)}</p>'
         f'<p class="w-exercise-feedback" data-region="feedback" role="status" aria-live="polite"></p>'
         f"</form>"
     )

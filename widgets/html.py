@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any, Iterable, Mapping
 
+from .escape import escape
 from .locale import Locale, plain_number
 from .spec import Choice, Control, Range
 
 
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return escape(str(text), quote=True)
 
 
 def attrs(**values: Any) -> str:

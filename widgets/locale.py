@@ -8,10 +8,11 @@ Everything here is standard library only, because it also runs in Pyodide.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from typing import Any, Mapping
+
+from .escape import escape
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -81,8 +82,8 @@ class Locale:
     def h(self, key: str, **params: str) -> str:
         """Like `t`, HTML-escaped; the template and every parameter are escaped."""
         template = self.t(key)
-        escaped = {k: html.escape(str(v), quote=False) for k, v in params.items()}
-        return html.escape(template, quote=False).format_map(escaped) if params else html.escape(template, quote=False)
+        escaped = {k: escape(str(v), quote=False) for k, v in params.items()}
+        return escape(template, quote=False).format_map(escaped) if params else escape(template, quote=False)
 
     # -- reading numbers ---------------------------------------------------------------
     def parse_number(self, text: str) -> float:

@@ -41,6 +41,7 @@ from . import REGISTRY
 from .core import format_value, render_widget
 from .exercise import ExerciseError, parse as parse_exercise, render_form, validate as validate_exercise
 from .headers import write_headers
+from .lazysearch import defer_search_index
 from .searchindex import split_search_index
 from .native import locale
 
@@ -257,6 +258,11 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         export_json(PROJECT / self.config.i18n_dir, root / "assets" / "i18n")
         # One search index per language (after mkdocs-static-i18n merged them).
         split_search_index(root, self._other_languages(config))
+        # Material builds its search index when the search box is first opened.
+        try:
+            defer_search_index(root)
+        except ValueError as error:
+            raise PluginError(str(error)) from error
         # Last: the CSP hashes every inline script of the pages written so far (the last
         # language's build sees them all).
         write_headers(root)

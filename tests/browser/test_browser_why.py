@@ -122,6 +122,10 @@ def test_without_javascript_the_chapter_is_complete(browser: Any, site_url: str)
 
 
 def test_chinese_search_finds_chinese_pages(page: Any, site_url: str) -> None:
+    # Material's lunr index is built when the search box is first used, not with every page
+    # (widgets/lazysearch.py); searching must still work and use the page language's index.
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url) if "search_index" in r.url else None)
     page.goto(site_url + CHAPTER["zh"])
     box = page.locator("input.md-search__input")
     box.click()
@@ -130,3 +134,4 @@ def test_chinese_search_finds_chinese_pages(page: Any, site_url: str) -> None:
     page.wait_for_selector(".md-search-result__item", timeout=30_000)
     hrefs = page.locator(".md-search-result__item a").evaluate_all("links => links.map(a => a.href)")
     assert any("/zh/" in href for href in hrefs)
+    assert {url.removeprefix(site_url) for url in fetched} == {"zh/search/search_index.json"}

@@ -1,0 +1,44 @@
+"""Material's search index is built when the reader first opens the search box, not on
+every page load (issue 5: first live widget).
+
+Material for MkDocs sends the search index to its lunr worker, which builds the index,
+as soon as a page loads (over `file://` it already waits until the search box is
+opened). On a 2-core machine that build competes with Pyodide's start for the CPU: the
+first live widget came ~0.1 s later with it (bench/run.py, `first live widget / bare
+boot`). The built bundle is patched so that the `http(s)` case behaves like `file://`:
+the index is sent to the worker when the search toggle is first switched on (focusing
+the search box does that), and the first query waits for it. (The JSON itself is still
+fetched with the page: the `search.highlight` feature reads its separator settings.)
+
+The patch replaces one expression of the minified bundle with one of the same length
+(the source map stays aligned). It is pinned to the Material version in
+requirements.txt: if the expression is not found, the build fails and says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["defer_search_index"]
+
+# In Material 9.x, `setupSearchWorker`: merge(of(location.protocol !== "file:"),
+# watchToggle("search")) → the first true value sends the index to the worker.
+EAGER = '$(location.protocol!=="file:")'
+LAZY = "$(!1" + " " * (len(EAGER) - len("$(!1)")) + ")"
+
+
+def defer_search_index(root: Path) -> int:
+    """Patch Material's bundle(s) under `root/assets/javascripts`; returns how many were
+    patched now (0 when they already were). Raises ValueError when a bundle has neither
+    form of the expression (another Material version)."""
+    patched = 0
+    for bundle in sorted((root / "assets" / "javascripts").glob("bundle.*.min.js")):
+        text = bundle.read_text(encoding="utf-8")
+        if text.count(EAGER) == 1:
+            bundle.write_text(text.replace(EAGER, LAZY), encoding="utf-8")
+            patched += 1
+        elif LAZY not in text:
+            raise ValueError(
+                f"{bundle}: Material's search setup changed (no `{EAGER}`); "
+                "update widgets/lazysearch.py for this Material version")
+    return patched
