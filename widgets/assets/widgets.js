@@ -226,6 +226,8 @@ document.addEventListener("visibilitychange", () => { if (hashTimer) flushHash()
 window.addEventListener("hashchange", () => {
   const states = parseHash();
   if (states.size === 0) return;
+  clearTimeout(hashTimer); // the new URL wins over a pending write; the update re-schedules it
+  hashTimer = 0;
   if (!ready) {
     boot(); // the boot applies the fragment itself
     return;
