@@ -160,6 +160,8 @@ function boot() {
       const message = event.data;
       if (message.type === "ready") {
         clearTimeout(timer);
+        // How Python started: "fresh" or "snapshot" (worker.js; read by tests and bench).
+        document.documentElement.dataset.pyodideBoot = message.booted;
         resolve();
       } else if (message.type === "fatal") {
         clearTimeout(timer);

@@ -12,6 +12,43 @@ async function fetchOk(url, kind) {
   return kind === "text" ? response.text() : response.arrayBuffer();
 }
 
+// The next chapter of a visit boots from a memory snapshot of the interpreter that the
+// first chapter left in the browser's Cache Storage (Pyodide's `_makeSnapshot` /
+// `_loadSnapshot`): the snapshot holds CPython already started with the widget modules
+// imported, so a boot skips most of Pyodide's start (~2 s → ~0.5 s). It is local only
+// (~31 MB, never downloaded), keyed by the Pyodide folder and the wheel's URL (both carry
+// a version or hash), replaced when either changes, and any failure falls back to a
+// normal boot. The file system is not in the snapshot: the wheel is unpacked again.
+const SNAPSHOTS = "dtbook-pyodide-snapshots";
+const SAVE_AFTER_MS = 1500; // after the first renders, while the reader reads
+let pyodideRuntime = null;
+let booted = "fresh"; // or "snapshot": reported with "ready" (tests, bench)
+
+function snapshotKey(message) {
+  return new URL(`snapshot?wheel=${encodeURIComponent(new URL(message.wheel).pathname)}`, message.indexURL).href;
+}
+
+async function readSnapshot(key) {
+  try {
+    const response = await (await caches.open(SNAPSHOTS)).match(key);
+    return response ? new Uint8Array(await response.arrayBuffer()) : null;
+  } catch {
+    return null; // no Cache Storage (e.g. an opaque origin): boot normally
+  }
+}
+
+async function saveSnapshot(key) {
+  try {
+    const cache = await caches.open(SNAPSHOTS);
+    for (const old of await cache.keys()) if (old.url !== key) await cache.delete(old);
+    if (await cache.match(key)) return;
+    const bytes = pyodideRuntime.makeMemorySnapshot();
+    await cache.put(key, new Response(bytes, { headers: { "Content-Type": "application/octet-stream" } }));
+  } catch {
+    // A full disk or a private window: the next chapter boots normally.
+  }
+}
+
 async function boot(message) {
   // The wheel and the strings download while Pyodide starts, not after it (issue 5:
   // the first live widget should cost little more than Pyodide's own start).
@@ -19,8 +56,23 @@ async function boot(message) {
   const strings = fetchOk(message.strings, "text");
   wheel.catch(() => {}); // handled below; no "unhandled rejection" while Pyodide loads
   strings.catch(() => {});
+  const key = snapshotKey(message);
+  const saved = readSnapshot(key);
   const { loadPyodide } = await import(new URL("pyodide.mjs", message.indexURL).href);
-  const pyodide = await loadPyodide({ indexURL: message.indexURL, stdout: () => {}, stderr: () => {} });
+  const options = { indexURL: message.indexURL, stdout: () => {}, stderr: () => {} };
+  const snapshot = await saved;
+  let pyodide = null;
+  if (snapshot) {
+    try {
+      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      booted = "snapshot";
+    } catch {
+      pyodide = null; // a snapshot this Pyodide cannot use: forget it, boot normally
+      caches.open(SNAPSHOTS).then((cache) => cache.delete(key)).catch(() => {});
+    }
+  }
+  if (!pyodide) pyodide = await loadPyodide({ ...options, _makeSnapshot: true });
+  pyodideRuntime = pyodide;
   // The wheel is pure Python with no dependencies: unpacking it into site-packages is
   // all that installing it means, without loadPackage's second fetch.
   const sitePackages = pyodide.runPython("import sys; next(p for p in sys.path if p.endswith('site-packages'))");
@@ -29,6 +81,7 @@ async function boot(message) {
   browser.set_strings(message.lang, await strings);
   call = browser.call;
   checkAnswer = browser.check;
+  if (booted === "fresh") setTimeout(() => saveSnapshot(key), SAVE_AFTER_MS);
 }
 
 // Exercises: Python reads the typed number and compares it with calc's answer; the reply
@@ -47,7 +100,7 @@ self.onmessage = async (event) => {
   if (message.type === "boot") {
     try {
       await boot(message);
-      self.postMessage({ type: "ready" });
+      self.postMessage({ type: "ready", booted });
     } catch (error) {
       self.postMessage({ type: "fatal", error: String(error && error.message ? error.message : error) });
     }
