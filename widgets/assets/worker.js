@@ -33,7 +33,7 @@ async function readSnapshot(key) {
     const response = await (await caches.open(SNAPSHOTS)).match(key);
     return response ? new Uint8Array(await response.arrayBuffer()) : null;
   } catch {
-    return null; // no Cache Storage (e.g. an opaque origin): boot normally
+    return null; // no Cache Storage (plain http from another host, an opaque origin): boot normally
   }
 }
 
