@@ -118,9 +118,7 @@ def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
             context.add_init_script(FIRST_LIVE_JS)
             page = context.new_page()
             url = base + ("bench-bare/" if kind == "bare" else CHAPTER + "#why.tokens=2000000000000")  # boots at once
-            page.goto(url)
-            page.wait_for_function("() => window.__firstLive !== undefined", timeout=120_000)
-            (bare if kind == "bare" else live).append(page.evaluate("window.__firstLive") / 1000)
+            (bare if kind == "bare" else live).append(first_live_s(page, url))
             context.close()
 
     # The next chapter in the same visit (same context): navigation -> first live widget.
@@ -132,15 +130,13 @@ def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.add_init_script(FIRST_LIVE_JS)
         page = context.new_page()
-        page.goto(base + CHAPTER + "#why.tokens=2000000000000")
-        page.wait_for_function("() => window.__firstLive !== undefined", timeout=120_000)
+        first_live_s(page, base + CHAPTER + "#why.tokens=2000000000000")
         deadline = time.monotonic() + 30
         while not page.evaluate(SNAPSHOT_STORED) and time.monotonic() < deadline:
             page.wait_for_timeout(100)
-        page.goto(base + NEXT_CHAPTER)
-        page.wait_for_function("() => window.__firstLive !== undefined", timeout=120_000)
+        seconds = first_live_s(page, base + NEXT_CHAPTER)
         if page.evaluate("document.documentElement.dataset.pyodideBoot") == "snapshot":
-            revisit.append(page.evaluate("window.__firstLive") / 1000)
+            revisit.append(seconds)
         context.close()
 
     # Input -> applied update, measured inside the page.
@@ -154,6 +150,14 @@ def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
     planner = planner_latency(browser, base, site, runs)
     return {"page_kb": page_kb, "page_kb_gzip": page_kb_gzip, "bare_s": bare, "live_s": live, "revisit_s": revisit,
             "latency_ms": latencies, "planner_ms": planner}
+
+
+def first_live_s(page, url: str) -> float:
+    """Open `url` in a page whose context has FIRST_LIVE_JS; seconds from navigation start
+    to the first live widget (or the bare page's ready), read inside the page."""
+    page.goto(url)
+    page.wait_for_function("() => window.__firstLive !== undefined", timeout=120_000)
+    return page.evaluate("window.__firstLive") / 1000
 
 
 def planner_latency(browser, base: str, site: Path, runs: int) -> list[float]:

@@ -94,10 +94,17 @@ function urlFragment() {
   return keep.length ? `#${keep.join("&")}` : "";
 }
 
-function flushHash() {
+// Cancel the pending write, if any; returns whether one was pending.
+function cancelHashWrite() {
+  const pending = hashTimer !== 0;
   clearTimeout(hashTimer);
   hashTimer = 0;
-  if (urlStates.size === 0) return;
+  return pending;
+}
+
+// Write the URL now if a write is pending (the timer, a language link, leaving the page).
+function flushHash() {
+  if (!cancelHashWrite()) return;
   const fragment = urlFragment();
   if (fragment !== location.hash) history.replaceState(history.state, "", fragment || location.pathname + location.search);
   // The language switcher keeps the reader on the same widget state.
@@ -108,7 +115,7 @@ function flushHash() {
 
 function writeHash(name, state) {
   urlStates.set(name, state);
-  clearTimeout(hashTimer);
+  cancelHashWrite();
   hashTimer = setTimeout(flushHash, HASH_DELAY_MS);
 }
 
@@ -218,18 +225,17 @@ function onInput(event) {
 
 for (const kind of ["pointerdown", "keydown"]) {
   document.addEventListener(kind, (event) => {
-    if (hashTimer && event.target instanceof Element && event.target.closest("a[hreflang]")) flushHash();
+    if (event.target instanceof Element && event.target.closest("a[hreflang]")) flushHash();
   }, true);
 }
-window.addEventListener("pagehide", () => { if (hashTimer) flushHash(); });
-document.addEventListener("visibilitychange", () => { if (hashTimer) flushHash(); });
+window.addEventListener("pagehide", flushHash);
+document.addEventListener("visibilitychange", flushHash);
 
 // A link to a widget state (e.g. a preset: href="#parallel3d.dp=16&...") applies it.
 window.addEventListener("hashchange", () => {
   const states = parseHash();
   if (states.size === 0) return;
-  clearTimeout(hashTimer); // the new URL wins over a pending write; the update re-schedules it
-  hashTimer = 0;
+  cancelHashWrite(); // the new URL wins over a pending write; the update re-schedules it
   if (!ready) {
     boot(); // the boot applies the fragment itself
     return;

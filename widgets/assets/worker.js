@@ -21,8 +21,6 @@ async function fetchOk(url, kind) {
 // normal boot. The file system is not in the snapshot: the wheel is unpacked again.
 const SNAPSHOTS = "dtbook-pyodide-snapshots";
 const SAVE_AFTER_MS = 1500; // after the first renders, while the reader reads
-let pyodideRuntime = null;
-let booted = "fresh"; // or "snapshot": reported with "ready" (tests, bench)
 
 function snapshotKey(message) {
   return new URL(`snapshot?wheel=${encodeURIComponent(new URL(message.wheel).pathname)}`, message.indexURL).href;
@@ -37,12 +35,12 @@ async function readSnapshot(key) {
   }
 }
 
-async function saveSnapshot(key) {
+async function saveSnapshot(pyodide, key) {
   try {
     const cache = await caches.open(SNAPSHOTS);
     for (const old of await cache.keys()) if (old.url !== key) await cache.delete(old);
     if (await cache.match(key)) return;
-    const bytes = pyodideRuntime.makeMemorySnapshot();
+    const bytes = pyodide.makeMemorySnapshot();
     await cache.put(key, new Response(bytes, { headers: { "Content-Type": "application/octet-stream" } }));
   } catch {
     // A full disk or a private window: the next chapter boots normally.
@@ -65,14 +63,13 @@ async function boot(message) {
   if (snapshot) {
     try {
       pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
-      booted = "snapshot";
     } catch {
-      pyodide = null; // a snapshot this Pyodide cannot use: forget it, boot normally
+      // a snapshot this Pyodide cannot use: forget it, boot normally
       caches.open(SNAPSHOTS).then((cache) => cache.delete(key)).catch(() => {});
     }
   }
+  const booted = pyodide ? "snapshot" : "fresh";
   if (!pyodide) pyodide = await loadPyodide({ ...options, _makeSnapshot: true });
-  pyodideRuntime = pyodide;
   // The wheel is pure Python with no dependencies: unpacking it into site-packages is
   // all that installing it means, without loadPackage's second fetch.
   const sitePackages = pyodide.runPython("import sys; next(p for p in sys.path if p.endswith('site-packages'))");
@@ -81,7 +78,8 @@ async function boot(message) {
   browser.set_strings(message.lang, await strings);
   call = browser.call;
   checkAnswer = browser.check;
-  if (booted === "fresh") setTimeout(() => saveSnapshot(key), SAVE_AFTER_MS);
+  if (booted === "fresh") setTimeout(() => saveSnapshot(pyodide, key), SAVE_AFTER_MS);
+  return booted; // "fresh" or "snapshot": reported with "ready" (tests, bench)
 }
 
 // Exercises: Python reads the typed number and compares it with calc's answer; the reply
@@ -99,7 +97,7 @@ self.onmessage = async (event) => {
   const message = event.data;
   if (message.type === "boot") {
     try {
-      await boot(message);
+      const booted = await boot(message);
       self.postMessage({ type: "ready", booted });
     } catch (error) {
       self.postMessage({ type: "fatal", error: String(error && error.message ? error.message : error) });
