@@ -59,7 +59,14 @@ serve: pdf
 check: $(VENV)/.installed
 	$(PY) -m i18n check
 
-test: install
+# The labs' tests run under torchrun: PyTorch's CPU build, pinned (a plain `torch`
+# would fetch a CUDA build of several GB).
+TORCH := torch==2.13.0
+$(VENV)/.torch: $(VENV)/.installed
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
+	touch $@
+
+test: install $(VENV)/.torch
 	$(PY) -m pytest
 
 # Speed figures (prints a table; record them in bench/RESULTS.md).

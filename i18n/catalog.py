@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ class Entry:
     value: Any
     line: int
     source: str = ""
+    quoted: bool = field(default=True, compare=False)  # False for a plain (unquoted) scalar
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def _load(path: Path, data: bytes) -> Catalog:
 def parse_catalog(text: str, path: str | Path) -> Catalog:
     """Parse catalog ``text``; ``path`` is used for the language and in messages."""
     path = Path(path)
+    _full_width_colon(text, path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
@@ -209,7 +211,8 @@ def _walk(
             problem = ", ".join(part for part in (error.context, error.problem) if part)
             raise CatalogError(path, _line(value_node), key, f"cannot read the value: {problem}") from None
         source = value_node.value if isinstance(value_node, ScalarNode) else ""
-        entries[key] = Entry(key=key, value=value, line=line, source=source)
+        quoted = not isinstance(value_node, ScalarNode) or value_node.style in ('"', "'")
+        entries[key] = Entry(key=key, value=value, line=line, source=source, quoted=quoted)
 
 
 def _line(node: Node) -> int:
@@ -263,6 +266,20 @@ def _broken_yaml(error: yaml.YAMLError, text: str, path: Path) -> CatalogError:
     if hint:
         message += f"; {hint}"
     return CatalogError(path, stop, _key_at(text, stop), message)
+
+
+_WIDE_COLON_KEY = re.compile(r"^ *[A-Za-z0-9_-]+[ \t]*\uff1a")
+
+
+def _full_width_colon(text: str, path: Path) -> None:
+    """Refuse a key followed by a full-width colon (an input method's "：" for ":"): YAML
+    reads the line as text, then stops a line or two later, or, when the key is alone in
+    its mapping, silently makes the whole line the parent's value."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _WIDE_COLON_KEY.match(line):
+            key = _key_at(text.replace("\uff1a", ":"), number)
+            message = 'broken YAML: a full-width colon "：" follows the key: write an ASCII colon ":" instead'
+            raise CatalogError(path, number, key, message)
 
 
 def _yaml_says(error: yaml.MarkedYAMLError, line: int) -> str:

@@ -9,6 +9,7 @@ new file: nothing here names ``zh``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 from .catalog import Catalog, CatalogError, Entry, find_catalogs, load_catalog
 
-__all__ = ["Problem", "check", "placeholders"]
+__all__ = ["Problem", "check", "placeholders", "text_problem"]
 
 #: A named placeholder, ``{tokens}``, filled in by the widget that shows the string.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -98,7 +99,65 @@ def _check_values(catalog: Catalog, shown: str, skip: Collection[str] = ()) -> l
         message = _value_problem(entry)
         if message:
             problems.append(Problem(shown, entry.line, entry.key, message))
+    return problems + _number_format_problems(catalog, shown)
+
+
+#: The decimal marks a locale may write numbers with.
+DECIMAL_MARKS = (".", ",")
+
+
+def _number_format_problems(catalog: Catalog, shown: str) -> list[Problem]:
+    """``number.decimal`` and ``number.group`` must be marks a reader can tell apart;
+    ``number.count_scales`` must be ``[number, "word"]`` pairs, largest first."""
+    entries = catalog.entries
+    problems = []
+    decimal, group = entries.get("number.decimal"), entries.get("number.group")
+    if decimal is not None and isinstance(decimal.value, str) and decimal.value.strip():
+        if decimal.value not in DECIMAL_MARKS:
+            problems.append(Problem(shown, decimal.line, decimal.key,
+                                    f'the decimal mark must be "." or ",", not {json.dumps(decimal.value, ensure_ascii=False)}'))
+        elif group is not None and group.value == decimal.value:
+            problems.append(Problem(shown, group.line, group.key,
+                                    f'the thousands mark is the decimal mark too ({json.dumps(decimal.value)}): '
+                                    f'1{decimal.value}024 could mean 1024 or 1{decimal.value}024; choose another mark, '
+                                    f'e.g. group: "{"," if decimal.value == "." else "."}"'))
+    if group is not None and isinstance(group.value, str) and group.value.strip() \
+            and (len(group.value) != 1 or group.value.isdigit()):
+        problems.append(Problem(shown, group.line, group.key,
+                                f'the thousands mark must be one character that is not a digit, e.g. "." or ",", '
+                                f'not {json.dumps(group.value, ensure_ascii=False)}'))
+    scales = entries.get("number.count_scales")
+    if scales is not None and isinstance(scales.value, list) and scales.value:
+        message = _scales_problem(scales.value)
+        if message:
+            problems.append(Problem(shown, scales.line, scales.key, message))
     return problems
+
+
+def _scales_problem(items: list[Any]) -> str | None:
+    example = 'e.g. [[1.0e+9, "miliar"], [1.0e+6, "juta"]]'
+    previous = None
+    for number, item in enumerate(items, start=1):
+        scale = _as_number(item[0]) if isinstance(item, list) and len(item) == 2 else None
+        if scale is None or not isinstance(item[1], str):
+            return f"item {number} must be a pair [number, \"word\"], {example}"
+        if scale <= 0:
+            return f"item {number}: the scale must be a positive number, got {item[0]}"
+        if previous is not None and scale >= previous:
+            return f"item {number}: the scales must go from the largest to the smallest, {example}"
+        previous = scale
+    return None
+
+
+def _as_number(value: Any) -> float | None:
+    """A scale as the widgets read it (``float(...)``: YAML leaves ``1.0e12`` a string)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _value_problem(entry: Entry) -> str | None:
@@ -109,7 +168,12 @@ def _value_problem(entry: Entry) -> str | None:
             return "empty value: write the text between the quotes"
         if not value.strip():
             return "empty value (only spaces): write the text between the quotes"
-        return None
+        if value[0] in OPENING_QUOTES and not entry.quoted:
+            name = entry.key.rsplit(".", 1)[-1]
+            inner = value.strip("".join(OPENING_QUOTES + CLOSING_QUOTES))
+            return (f"the value starts with the typographic quote {value[0]}, which YAML does not read as a quote: "
+                    f"readers would see it; write straight quotes: {name}: {json.dumps(inner, ensure_ascii=False)}")
+        return text_problem(value)
     if isinstance(value, list):
         return _list_problem(value)
     if isinstance(value, dict):
@@ -128,6 +192,49 @@ def _list_problem(items: list[Any]) -> str | None:
                 return f"empty value in list item {number}: write the text between the quotes"
             if isinstance(element, bool):
                 return f"list item {number} holds {element}, not a string: quote it"
+            if isinstance(element, str):
+                message = text_problem(element)
+                if message:
+                    return f"list item {number}: {message}"
+    return None
+
+
+#: Quotes from a word processor or an input method, which YAML reads as text.
+OPENING_QUOTES = ("\u201c", "\u201d", "\u201e", "\u2018", "\u2019", "\u201a", "\u00ab", "\u00bb", "\uff02")
+CLOSING_QUOTES = ("\u201d", "\u2019", "\u00bb", "\uff02")
+_MARKUP = re.compile(r"<[A-Za-z!/?]")
+_ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);")
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+def text_problem(text: str) -> str | None:
+    """Why a catalog string is not plain text with ``{name}`` placeholders, or ``None``.
+
+    Catalog strings are text, never markup: every place that shows one escapes it, and
+    this check refuses what only markup or a format expression would need, so a
+    translation cannot smuggle a tag into a page or read an attribute of a value.
+    """
+    tag = _MARKUP.search(text)
+    if tag:
+        snippet = text[tag.start(): tag.start() + 12]
+        return (f"markup {json.dumps(snippet, ensure_ascii=False)} is not allowed: catalog strings are plain text "
+                f"(a < may stand before a space or a digit, as in m < p)")
+    entity = _ENTITY.search(text)
+    if entity:
+        return f"the HTML entity {entity.group()} is not allowed: write the character itself"
+    for field in _FIELD.finditer(text):
+        if not PLACEHOLDER.fullmatch(field.group()):
+            inner = field.group()[1:-1]
+            name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", inner)
+            hint = f"write {{{name.group()}}}" if name else "a placeholder is a name in braces, e.g. {value}"
+            return f"the placeholder {field.group()} is not a plain name: {hint}"
+    rest = _FIELD.sub("", text)
+    for brace in "{}":
+        if brace in rest:
+            at = text.index(brace) if brace == "{" else text.rindex(brace)
+            snippet = text[max(0, at - 10): at + 10]
+            return (f'a stray "{brace}" (…{snippet}…): placeholders are written {{name}} with both braces; '
+                    f"delete the stray one")
     return None
 
 
@@ -205,8 +312,17 @@ def _compare(reference: Catalog, catalog: Catalog, shown: str, hollow: dict[str,
 
     for key, entry in catalog.entries.items():
         ref_entry = reference.entries.get(key)
-        if ref_entry is None or not isinstance(entry.value, str) or not isinstance(ref_entry.value, str):
+        if ref_entry is None or entry.value is None:
             continue
+        if isinstance(ref_entry.value, (str, list)) and isinstance(entry.value, (str, list)) \
+                and type(entry.value) is not type(ref_entry.value):
+            here_kind, there_kind = ("a list", "a string") if isinstance(entry.value, list) else ("a string", "a list")
+            fix = "write one quoted string" if there_kind == "a string" else f"write a list like the one in {ref_name}"
+            problems.append(Problem(shown, entry.line, key,
+                                    f"{here_kind} here, but {there_kind} in {ref_name} (line {ref_entry.line}): {fix}"))
+            continue
+        if not isinstance(entry.value, str) or not isinstance(ref_entry.value, str) or text_problem(entry.value):
+            continue  # a string that is not plain text is reported on its own
         here, there = placeholders(entry.value), placeholders(ref_entry.value)
         if here != there:
             message = f"placeholders differ from {ref_name}: {_names(here)} here, {_names(there)} in {ref_name}"

@@ -45,12 +45,14 @@ __all__ = [
     "Page",
     "PageStatus",
     "check_pages",
+    "page_mistakes",
     "page_names",
     "page_status",
     "parse_page",
     "source_hash",
     "stamp",
     "translation_languages",
+    "wide_macro",
 ]
 
 #: The front-matter key of a translation that records the hash of its source.
@@ -115,6 +117,14 @@ class Page:
     code: tuple[Item, ...] = ()
     markers: tuple[Item, ...] = ()
     exercises: tuple[Item, ...] = ()
+    #: Every id a link may point at: headings, ``{#id}``, ``id="…"``, widgets, exercises.
+    anchors: frozenset[str] = frozenset()
+    #: Links with a ``#fragment``: ``value`` is ``page.md#fragment`` (this page's name
+    #: for a same-page ``#fragment``), ``text`` the link as written.
+    anchor_links: tuple[Item, ...] = ()
+    #: Mistakes that would ship broken whatever the other language says: ``(line, what,
+    #: message)`` for a fence left open, a macro in full-width braces, a ``<script>``.
+    mistakes: tuple[tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,43 +177,76 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
     front, front_lines, front_problem, start = _front_matter(lines)
     kinds = ("section", "widget", "figure", "link", "code", "marker", "exercise")
     items: dict[str, list[Item]] = {kind: [] for kind in kinds}
-    fence: tuple[str, int] | None = None  # (fence characters, their count) while inside one
+    fence: tuple[str, int, int, str] | None = None  # (character, count, line, kind) while inside one
     exercise: tuple[int, list[str]] | None = None  # (line, body lines) inside an exercise fence
+    mistakes: list[tuple[int, str, str]] = []
+    anchors: set[str] = set()
+    anchor_links: list[Item] = []
+    headings: list[str] = []
     for index in range(start, len(lines)):
         line_no = index + 1
         line = lines[index]
         if fence is not None:
-            char, count = fence
+            char, count, opened, kind = fence
             stripped = line.strip()
             if stripped and set(stripped) == {char} and len(stripped) >= count:
                 fence = None
                 if exercise is not None:
                     items["exercise"].append(Item("exercise", exercise_spec(exercise[1]), exercise[0]))
                     exercise = None
-            elif exercise is not None:
-                exercise[1].append(line)
-            continue
+                continue
+            elif kind in ("widget", "exercise") and _FENCE_OPEN.match(line):
+                # A widget or exercise fence holds only `key: value` lines: a fence line
+                # here means the one above was never closed.
+                mistakes.append((opened, "fence", _unclosed(kind)))
+                fence = None
+                exercise = None
+            else:
+                if exercise is not None:
+                    exercise[1].append(line)
+                continue
         opening = _FENCE_OPEN.match(line)
         if opening:
-            fence = (opening["fence"][0], len(opening["fence"]))
             info = opening["info"].strip()
             words = info.split()
+            kind = "code"
             if words[:1] == ["widget"] and len(words) >= 2:
                 items["widget"].append(Item("widget", words[1], line_no))
+                anchors.add(f"widget-{words[1]}")
+                kind = "widget"
             elif words == ["exercise"]:
                 exercise = (line_no, [])
+                kind = "exercise"
             else:
                 items["code"].append(Item("code", _code_language(info), line_no))
+            fence = (opening["fence"][0], len(opening["fence"]), line_no, kind)
             continue
         heading = _HEADING.match(line)
         if heading and len(heading["hashes"]) in (2, 3):
             items["section"].append(Item("section", f"H{len(heading['hashes'])}", line_no, heading["text"]))
+        if heading:
+            explicit = _HEADING_ID.search(heading["text"])
+            if explicit:
+                anchors.add(explicit["id"])
+            else:
+                headings.append(heading["text"])
         marker = _MARKER.match(line)
         if marker:
             items["marker"].append(Item("marker", marker["name"], line_no))
             continue
+        if wide_macro(_CODE_SPAN.sub("", line)):
+            mistakes.append((line_no, "macro", "a macro written with full-width braces ｛｛ ｝｝ ships as text: "
+                                               "write it with ASCII braces, {{ widget.output }}"))
         prose = _MACRO.sub("", _CODE_SPAN.sub("", line))
+        if _SCRIPT.search(prose):
+            mistakes.append((line_no, "script", "a <script> in the page: the site's policy runs only the scripts "
+                                                "the theme and the book ship; pages are text and figures"))
+        anchors.update(_HTML_ID.findall(prose))
+        anchors.update(_ATTR_ID.findall(prose))
         for match in _LINK.finditer(prose):
+            fragment = _fragment_link(match["target"], name)
+            if fragment is not None:
+                anchor_links.append(Item("anchor", fragment, line_no, match["target"]))
             target = _internal_target(match["target"], name)
             if target is not None:
                 kind = "figure" if match["image"] else "link"
@@ -217,9 +260,16 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
             target = _internal_target(match["target"], name)
             if target is not None:
                 items["figure"].append(Item("figure", target, line_no))
+    if fence is not None and fence[3] in ("widget", "exercise"):
+        mistakes.append((fence[2], "fence", _unclosed(fence[3])))
+    anchors.update(_heading_slugs(headings))
+    anchors.update(f"exercise-{_page_slug(name)}-{n}" for n in range(1, len(items["exercise"]) + 1))
     return Page(
         path=path,
         name=name,
+        anchors=frozenset(anchors),
+        anchor_links=tuple(anchor_links),
+        mistakes=tuple(mistakes),
         front=front,
         front_lines=front_lines,
         front_problem=front_problem,
@@ -231,6 +281,66 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
         markers=tuple(items["marker"]),
         exercises=tuple(items["exercise"]),
     )
+
+
+_HEADING_ID = re.compile(r"\{[^}]*#(?P<id>[\w-]+)[^}]*\}\s*$")
+_HTML_ID = re.compile(r"<[A-Za-z][^>]*\bid=[\"']([^\"']+)[\"']")
+_ATTR_ID = re.compile(r"\{:?[^}]*#([\w-]+)[^}]*\}")
+_WIDE_MACRO = re.compile(r"[{\uff5b][ \t]*[{\uff5b]|[}\uff5d][ \t]*[}\uff5d]")
+_SCRIPT = re.compile(r"<script\b", re.I)
+_INLINE_MARKUP = re.compile(r"<[^>]+>|[*_`]")
+
+
+def _unclosed(kind: str) -> str:
+    return (f"the ```{kind} fence opened here is never closed: end it with a line ``` at the same "
+            f"indentation (until then the page would show its options as text)")
+
+
+def _heading_slugs(texts: Sequence[str]) -> list[str]:
+    """The ids Markdown's toc gives these headings, in order (as mkdocs.yml configures it:
+    pymdownx.slugs.slugify, lower case; a repeated slug gets _1, _2, …)."""
+    from pymdownx.slugs import slugify
+
+    slug = slugify(case="lower")
+    seen: set[str] = set()
+    out = []
+    for text in texts:
+        plain = _MACRO.sub("", _LINK_TEXT.sub(r"\g<text>", text))
+        base = slug(_INLINE_MARKUP.sub("", plain).strip(), "-")
+        unique, n = base, 0
+        while unique in seen:
+            n += 1
+            unique = f"{base}_{n}"
+        seen.add(unique)
+        out.append(unique)
+    return out
+
+
+_LINK_TEXT = re.compile(r"!?\[(?P<text>[^\]]*)\]\([^)]*\)")
+
+
+def _page_slug(name: str) -> str:
+    """The page part of an exercise's id, as the widgets plugin writes it."""
+    parts = [p for p in re.sub(r"\.md$", "", name).split("/") if p]
+    if len(parts) > 1 and parts[-1] == "index":
+        parts = parts[:-1]
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-") or "page"
+
+
+def _fragment_link(raw: str, name: str) -> str | None:
+    """``page.md#fragment`` for a link into this site with a fragment, else ``None``."""
+    target = raw.strip().strip("<>")
+    if "#" not in target or _EXTERNAL.match(target) or target.startswith("/"):
+        return None
+    path, fragment = target.split("#", 1)
+    if not fragment or "=" in fragment:  # a widget state, not an anchor
+        return None
+    path = path.split("?", 1)[0]
+    if not path:
+        return f"{name}#{fragment}"
+    if not path.endswith(".md"):
+        return None
+    return posixpath.normpath(posixpath.join(posixpath.dirname(name), path)) + f"#{fragment}"
 
 
 def exercise_spec(body: Sequence[str]) -> str:
@@ -328,8 +438,49 @@ def check_pages(
         parsed_sources[name] = page
         if page.front_problem:
             problems.append(Problem(display_path(page.path), 1, "front matter", page.front_problem))
+    problems += _own_problems(parsed_sources)
     for lang in translation_languages(docs_dir, languages, reference):
         problems += _check_language(docs_dir, reference, lang, sources, parsed_sources)
+    return problems
+
+
+def page_mistakes(docs_dir: str | Path) -> list[Problem]:
+    """The mistakes of every page of every language folder that would ship broken
+    whatever the other languages say (a fence left open, a macro in full-width braces,
+    a <script>, a broken anchor); the site build runs this before it renders a page."""
+    docs_dir = Path(docs_dir)
+    if not docs_dir.is_dir():
+        return []
+    problems = []
+    for folder in sorted(p for p in docs_dir.iterdir() if p.is_dir() and LANGUAGE_DIR.match(p.name)):
+        pages = {name: parse_page(folder / name, name) for name in page_names(docs_dir, folder.name)}
+        problems += _own_problems(pages)
+    return problems
+
+
+def wide_macro(line: str) -> bool:
+    """Whether `line` holds a macro brace pair typed with a full-width brace (｛｛ ｝｝)."""
+    return any("\uff5b" in m.group() or "\uff5d" in m.group() for m in _WIDE_MACRO.finditer(line))
+
+
+def _own_problems(pages: dict[str, Page]) -> list[Problem]:
+    """What is wrong in the pages of one language by themselves: the mistakes found
+    while reading them, and links to an anchor that the target page does not have."""
+    problems = []
+    for name, page in pages.items():
+        shown = display_path(page.path)
+        found = [Problem(shown, line, what, message) for line, what, message in page.mistakes]
+        for link in page.anchor_links:
+            target, fragment = link.value.split("#", 1)
+            other = pages.get(target)
+            if other is None or fragment in other.anchors:
+                continue  # a missing page is the link check's business
+            where = "this page" if target == name else target
+            near = sorted(a for a in other.anchors if not a.startswith(("widget-", "exercise-")))[:8]
+            found.append(Problem(shown, link.line, "links",
+                                 f"broken anchor {link.text}: {where} has no heading or element with the id "
+                                 f"{fragment!r} (its headings' ids: {', '.join(near) or 'none'})"))
+        problems += sorted(found, key=lambda p: (p.line, p.key, p.message))
     return problems
 
 
@@ -339,6 +490,7 @@ def _check_language(
     folder = docs_dir / lang
     present = set(page_names(docs_dir, lang))
     problems: list[Problem] = []
+    translations: dict[str, Page] = {}
     if not folder.is_dir():
         shown = display_path(folder) + "/"
         message = (
@@ -360,9 +512,14 @@ def _check_language(
             )
             continue
         translation = parse_page(target, name)
+        translations[name] = translation
+        if any(what == "fence" for _, what, _ in translation.mistakes):
+            continue  # a fence left open garbles the skeleton: fix it first, then compare
         found = compare_pages(parsed[name], translation)
         found += _staleness(docs_dir / reference / name, translation, display_path(target))
         problems += sorted(found, key=lambda p: (p.line, p.key, p.message))
+    own = _own_problems(translations)
+    problems = sorted(problems + own, key=lambda p: (p.file, p.line, p.key, p.message))
     for name in sorted(present - set(sources)):
         problems.append(
             Problem(

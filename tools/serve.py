@@ -35,9 +35,20 @@ class Handler(SimpleHTTPRequestHandler):
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
     rules: list = []  # from the site's `_headers` file (CSP, caching), as a host would
 
+    status = 200
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.status = code
+        super().send_response(code, message)
+
     def end_headers(self) -> None:
         path = "/" + self.path.split("?", 1)[0].split("#", 1)[0][len(self.prefix):]
-        for name, value in headers_for(self.rules, path).items():
+        headers = headers_for(self.rules, path)
+        if self.status >= 400:
+            # A missing file may be back a minute later (a deploy in progress): an error
+            # must never be cached, least of all for a year under an immutable folder.
+            headers = {**{k: v for k, v in headers.items() if k.lower() != "cache-control"}, "Cache-Control": "no-store"}
+        for name, value in headers.items():
             self.send_header(name, value)
         super().end_headers()
 

@@ -17,18 +17,52 @@ import hashlib
 import re
 from pathlib import Path
 
-INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
+INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S | re.I)
 DATA_TYPES = ("application/json", "application/ld+json", "text/template")
+JINJA_EXPRESSION = re.compile(r"\{\{.*?\}\}")
 
 
-def inline_script_hashes(site: Path) -> list[str]:
-    """'sha256-…' of every distinct inline executable script in the site's HTML."""
+class UnknownScript(ValueError):
+    """An inline script in the built site that neither the theme nor the book ships."""
+
+
+def theme_scripts(templates: Path | None = None) -> list[re.Pattern[str]]:
+    """The inline scripts Material for MkDocs writes, read from its own templates: one
+    pattern per `<script>` of `templates/**/*.html` without `src`, where each Jinja
+    expression (a base URL, a page's redirect target) may be any text without quotes or
+    tags. This is the fixed list the policy may hash; the book itself ships no inline
+    script (its settings are a JSON block, its code files under assets/widgets/)."""
+    if templates is None:
+        import material
+
+        templates = Path(material.__file__).resolve().parent / "templates"
+    patterns = []
+    for path in sorted(templates.rglob("*.html")):
+        for match in INLINE_SCRIPT.finditer(path.read_text(encoding="utf-8")):
+            if "src=" in match["attrs"] or "type=" in match["attrs"] or "{%" in match["body"]:
+                continue
+            parts = JINJA_EXPRESSION.split(match["body"].strip())
+            patterns.append(re.compile(r"[^\"'<>\\]*".join(re.escape(part) for part in parts)))
+    return patterns
+
+
+def inline_script_hashes(site: Path, allowed: list[re.Pattern[str]] | None = None) -> list[str]:
+    """'sha256-…' of every distinct inline executable script in the site's HTML, each of
+    which must be one of the theme's (`theme_scripts`); any other raises `UnknownScript`
+    naming the file and line, so a script in a page or a string stops the build."""
+    allowed = theme_scripts() if allowed is None else allowed
     hashes = set()
     for path in sorted(site.rglob("*.html")):
-        for match in INLINE_SCRIPT.finditer(path.read_text(encoding="utf-8")):
+        text = path.read_text(encoding="utf-8")
+        for match in INLINE_SCRIPT.finditer(text):
             attrs = match["attrs"]
             if "src=" in attrs or any(f'type="{t}"' in attrs for t in DATA_TYPES):
                 continue
+            if not any(pattern.fullmatch(match["body"].strip()) for pattern in allowed):
+                line = text.count("\n", 0, match.start()) + 1
+                shown = path.relative_to(site).as_posix()
+                raise UnknownScript(f"{shown}:{line}: an inline script that neither the theme nor the book ships: "
+                                    f"{match.group()[:80]!r}; the site's policy would refuse it")
             digest = hashlib.sha256(match["body"].encode("utf-8")).digest()
             hashes.add("'sha256-" + base64.b64encode(digest).decode("ascii") + "'")
     return sorted(hashes)
@@ -51,6 +85,11 @@ def content_security_policy(site: Path) -> str:
     ])
 
 
+# `_headers` rules match paths, not statuses, and neither Netlify nor Cloudflare Pages
+# documents that a path's rule is left off its 404: a host may send "immutable" with an
+# error too. So the runtime retries a failed download once past the browser's cache
+# (worker.js), nginx's add_header (without `always`) skips errors by itself, and
+# tools/serve.py sends `no-store` with every error.
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 # Paths under the site root; every one is content-addressed when marked immutable.

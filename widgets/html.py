@@ -67,7 +67,9 @@ def control_value_text(widget: str, control: Control, value: Any, loc: Locale) -
 
 
 def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str, Any], loc: Locale) -> str:
-    """The form controls, native and labelled, holding `state`."""
+    """The form controls, native and labelled, holding `state`: disabled until the
+    browser runtime enables them, so that a page read without JavaScript offers no
+    control that would change nothing; a <noscript> note says so."""
     rows = []
     for c in controls:
         label = esc(control_label(widget, c, loc))
@@ -75,7 +77,7 @@ def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str
         value = state[c.name]
         if isinstance(c, Range):
             field = (
-                f"<input{attrs(type='range', id=cid, name=c.name, min=plain_number(c.lo), max=plain_number(c.hi), step=plain_number(c.step), value=plain_number(value))}>"
+                f"<input{attrs(type='range', id=cid, name=c.name, min=plain_number(c.lo), max=plain_number(c.hi), step=plain_number(c.step), value=plain_number(value), disabled=True)}>"
                 f"<output{attrs(for_=cid, data_label=c.name)}>{esc(control_value_text(widget, c, value, loc))}</output>"
             )
             rows.append(f'<div class="w-control w-range"><label for="{cid}">{label}</label>{field}</div>')
@@ -84,18 +86,19 @@ def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str
                 f"<option{attrs(value=o, selected=o == value)}>{esc(option_label(widget, c, o, loc))}</option>"
                 for o in c.options
             )
-            rows.append(f'<div class="w-control w-select"><label for="{cid}">{label}</label><select{attrs(id=cid, name=c.name)}>{options}</select></div>')
+            rows.append(f'<div class="w-control w-select"><label for="{cid}">{label}</label><select{attrs(id=cid, name=c.name, disabled=True)}>{options}</select></div>')
         elif isinstance(c, Choice):
             options = "".join(
-                f"<label><input{attrs(type='radio', name=c.name, value=o, checked=o == value)}> {esc(option_label(widget, c, o, loc))}</label>"
+                f"<label><input{attrs(type='radio', name=c.name, value=o, checked=o == value, disabled=True)}> {esc(option_label(widget, c, o, loc))}</label>"
                 for o in c.options
             )
             rows.append(f'<fieldset class="w-control w-radio"><legend>{label}</legend>{options}</fieldset>')
         else:
             rows.append(
-                f'<div class="w-control w-toggle"><label><input{attrs(type="checkbox", name=c.name, value="1", checked=bool(value))}> {label}</label></div>'
+                f'<div class="w-control w-toggle"><label><input{attrs(type="checkbox", name=c.name, value="1", checked=bool(value), disabled=True)}> {label}</label></div>'
             )
-    return f'<form class="w-controls" autocomplete="off">{"".join(rows)}</form>'
+    note = f'<noscript><p class="w-noscript">{esc(loc.t("runtime.noscript"))}</p></noscript>'
+    return f'<form class="w-controls" autocomplete="off">{"".join(rows)}{note}</form>'
 
 
 def svg(ident: str, width: int, height: int, body: str, title: str, desc: str) -> str:

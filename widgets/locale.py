@@ -33,6 +33,14 @@ _SPACES = " \t\n\r\u00a0\u2009\u202f\u2007\u3000'\u2019_"  # spaces and digit-gr
 _GROUPED = r"[0-9]{1,3}(?:%s[0-9]{3})+"
 
 
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill(template: str, params: Mapping[str, Any]) -> str:
+    """`template` with each `{name}` replaced by `params[name]` (KeyError if absent)."""
+    return _PLACEHOLDER.sub(lambda match: str(params[match.group(1)]), template)
+
+
 class NumberError(ValueError):
     """Text that is not a number a reader could mean (empty, letters, markup, NaN, ∞)."""
 
@@ -70,20 +78,24 @@ class Locale:
         return node
 
     def t(self, key: str, **params: str) -> str:
-        """The string `key` with `{name}` placeholders filled in (values are used as given)."""
+        """The string `key` with `{name}` placeholders filled in (values are used as given).
+
+        Only `{name}` is a placeholder: unlike `str.format`, nothing in a translation can
+        read an attribute (`{value.__class__}`) or apply a format spec; the catalog check
+        refuses such strings, and this keeps them inert if one ever gets through."""
         text = self._texts.get(key)
         if text is None:  # looked up once per key: widgets ask for the same keys on every move
             text = self.raw(key)
             if not isinstance(text, str):
                 raise KeyError(f"i18n/{self.lang}.yml: {key!r} is not a string")
             self._texts[key] = text
-        return text.format_map(params) if params else text
+        return fill(text, params) if params else text
 
     def h(self, key: str, **params: str) -> str:
         """Like `t`, HTML-escaped; the template and every parameter are escaped."""
         template = self.t(key)
         escaped = {k: escape(str(v), quote=False) for k, v in params.items()}
-        return escape(template, quote=False).format_map(escaped) if params else escape(template, quote=False)
+        return fill(escape(template, quote=False), escaped) if params else escape(template, quote=False)
 
     # -- reading numbers ---------------------------------------------------------------
     def parse_number(self, text: str) -> float:

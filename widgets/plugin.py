@@ -40,7 +40,7 @@ from mkdocs.utils import get_relative_url
 from . import REGISTRY
 from .core import format_value, render_widget
 from .exercise import ExerciseError, parse as parse_exercise, render_form, validate as validate_exercise
-from .headers import write_headers
+from .headers import UnknownScript, write_headers
 from .lazysearch import defer_search_index
 from .searchindex import split_search_index
 from .native import locale
@@ -51,8 +51,11 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 # The Pyodide core files the runtime needs (PITFALLS.md); nothing else from the package.
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 
-FENCE = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]+(?P<name>[\w-]+)[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
-EXERCISE = re.compile(r"^(?P<indent>[ \t]*)```exercise[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+# A fence's body is the lines up to its closing ``` (none of them a fence line itself, so
+# a fence left open is found at its own line instead of swallowing the next code block).
+_BODY = r"(?P<body>(?:^(?![ \t]*```).*\n)*?)"
+FENCE = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]+(?P<name>[\w-]+)[ \t]*\n" + _BODY + r"^(?P=indent)```[ \t]*$", re.M)
+EXERCISE = re.compile(r"^(?P<indent>[ \t]*)```exercise[ \t]*\n" + _BODY + r"^(?P=indent)```[ \t]*$", re.M)
 SOLUTION = re.compile(r"(?:[ \t]*\n)*(?P<indent>[ \t]*)\?\?\?\+?[ \t]+success\b")
 MACRO = re.compile(r"\{\{\s*(?P<name>[\w-]+)\.(?P<key>\w+)(?P<args>(?:\s+[\w-]+=[^\s}]+)*)\s*\}\}")
 SLOT = "WIDGETSLOT{:04d}X"
@@ -61,13 +64,17 @@ TRANSLATE_PAGE = "translate.md"  # where the "not translated yet" banner sends r
 ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="[^"]*">\s*')
 _WHEELS: dict[str, Path] = {}  # source hash -> built wheel, for this process
 PACKAGES = ("calc", "widgets", "i18n", "markdown_math")  # as in pyproject.toml
+# Why the runtime may fail to start (worker.js), each a `runtime.reasons.*` string.
+RUNTIME_REASONS = ("timeout", "network", "http", "mime", "corrupt", "other")
 
 
 class WidgetsConfig(base.Config):
     enabled = opt.Type(bool, default=True)
     pyodide_dir = opt.Type(str, default="node_modules/pyodide")
     i18n_dir = opt.Type(str, default="i18n")
-    boot_timeout_ms = opt.Type(int, default=30000)
+    # The boot fails when no byte of the runtime arrived and no reply came for this long
+    # (not after a total time: a slow link that keeps downloading still goes live).
+    stall_timeout_ms = opt.Type(int, default=30000)
 
 
 class WidgetsPlugin(BasePlugin[WidgetsConfig]):
@@ -81,11 +88,16 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         if not self.config.enabled:
             return config
         from i18n.check import check
+        from i18n.pages import page_mistakes
 
         self._wheel_rel: tuple[Path, str] | None = None  # built once per build (see _wheel_path)
         problems = check(PROJECT / self.config.i18n_dir)
         if problems:
             raise PluginError("i18n check failed:\n" + "\n".join(str(p) for p in problems))
+        # The pages' own mistakes, at their lines, before any page is rendered.
+        problems = page_mistakes(Path(config.docs_dir))
+        if problems:
+            raise PluginError("page check failed:\n" + "\n".join(str(p) for p in problems))
         self._glossary = self._load_glossary()
         if self._glossary is not None:
             for name in ("abbr", "i18n.tooltips"):  # tooltips replaces abbr's processor
@@ -137,17 +149,23 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             line = front + markdown.count("\n", 0, match.start()) + 1
             overrides = dict(arg.split("=", 1) for arg in match["args"].split())
             try:
-                return format_value(match["name"], match["key"], overrides, loc)
+                return markdown_text(format_value(match["name"], match["key"], overrides, loc))
             except ValueError as error:
                 raise PluginError(f"{where}:{line}: {{{{ {match['name']}.{match['key']} }}}}: {error}") from None
 
         # Exercises first, on the text as written, so their errors name the right line.
         markdown = replace_exercises(markdown, where, _page_slug(where, lang), loc, slots, front)
         markdown = FENCE.sub(widget, markdown)
+        unclosed = OPEN_FENCE.search(markdown)
+        if unclosed:
+            line = front + markdown.count("\n", 0, unclosed.start()) + 1
+            raise PluginError(f"{where}:{line}: the ```{unclosed['kind']} fence opened here is never closed: "
+                              f"end it with a line ``` at the same indentation")
         markdown = MACRO.sub(macro, markdown)
         if "{{" in markdown.replace("\\{{", ""):
             line = front + markdown.count("\n", 0, markdown.index("{{")) + 1
-            log.warning(f"{where}:{line}: '{{{{' that is not a widget macro")
+            raise PluginError(f"{where}:{line}: '{{{{' that is not a widget macro: write {{{{ widget.output }}}}, "
+                              f"e.g. {{{{ zero.reduction }}}}")
         self._slots[page.file.src_uri] = slots
         written_in = getattr(page.file, "locale", None) or lang
         if written_in != lang:
@@ -168,9 +186,20 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         return f"{markdown.rstrip()}\n\n{abbreviation_lines(self._glossary, lang)}\n"
 
     def on_page_content(self, html: str, page: Any, config: Any, files: Any) -> str:
+        # Why: the site's policy runs only the scripts the theme and the book ship; a
+        # script written into a page would be refused by the browser, so the build
+        # refuses it first, at its line.
+        script = SCRIPT_TAG.search(html)
+        if script:
+            where = page.file.src_uri
+            raise PluginError(f"{where}:{_source_line(page, SCRIPT_TAG)}: a <script> in the page: pages are "
+                              f"text and figures, every script of the book lives in widgets/assets/")
         slots = self._slots.get(page.file.src_uri, {})
         for token, widget_html in slots.items():
             html = html.replace(f"<p>{token}</p>", widget_html)
+        anchors = getattr(page, "present_anchor_ids", None)
+        if isinstance(anchors, set):  # links to a widget or an exercise are valid anchors
+            anchors.update(ELEMENT_ID.findall("".join(slots.values())))
         written_in = self._fallback.pop(page.file.src_uri, None)
         if written_in is not None:
             html = self._untranslated(html, page, config, files, written_in)
@@ -194,36 +223,39 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         at = title.end() if title else 0
         return f'<div lang="{written_in}">{html[:at]}{banner}{html[at:]}</div>'
 
+    # Why: the 404 page is a template, not a page, and needs the same stylesheets and
+    # accessibility fixes; MkDocs writes its links from the site root (it may be served
+    # at any depth), so these are too.
+    def on_post_template(self, output: str, template_name: str, config: Any) -> str:
+        if template_name != "404.html" or not self.config.enabled:
+            return output
+        from urllib.parse import urlsplit
+
+        root = urlsplit(config.site_url or "/").path or "/"
+        return _site_chrome(output, root if root.endswith("/") else root + "/")
+
     # Why: the stylesheet belongs in <head>, the runtime's settings and module at the end.
     def on_post_page(self, output: str, page: Any, config: Any) -> str:
-        # Material fetches `sitemap.xml` beside every <link rel=alternate>, and the i18n
-        # plugin's alternates are pages, not site roots: each fetch would be a 404. The
-        # language switcher's own links (<a hreflang>) stay.
-        output = ALTERNATE.sub("", output)
         root = self._root_prefix(page, config)
-        # Every page: the site and print stylesheets and the run-time accessibility
-        # fixes; the search dialog gets the accessible name its input's placeholder gives.
-        output = output.replace("</head>", f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css">'
-                                f'<link rel="stylesheet" href="{root}assets/widgets/print.css" media="print"></head>', 1)
-        output = output.replace("</body>", f'<script type="module" src="{root}assets/widgets/site.js"></script></body>', 1)
-        placeholder = re.search(r'class="md-search__input"[^>]*placeholder="([^"]*)"', output)
-        if placeholder:
-            output = output.replace('<div class="md-search" data-md-component="search" role="dialog">',
-                                    f'<div class="md-search" data-md-component="search" role="dialog" aria-label="{placeholder.group(1)}">', 1)
+        output = _site_chrome(output, root)
         if not self._slots.pop(page.file.src_uri, None):
             return output
         lang = self._language(config)
         loc = locale(lang, str(PROJECT / self.config.i18n_dir))
+        reasons = {k: loc.t(f"runtime.reasons.{k}") for k in RUNTIME_REASONS}
+        # {seconds} is filled in here, so the page's script formats no number.
+        reasons["timeout"] = loc.t("runtime.reasons.timeout", seconds=loc.integer(self.config.stall_timeout_ms / 1000))
         settings = {
             "lang": lang,
             "wheel": f"{root}{self._wheel_path()}",
             "pyodide": f"{root}{self._pyodide_path()}",
-            "bootTimeoutMs": self.config.boot_timeout_ms,
-            "strings": {k: loc.t(f"runtime.{k}") for k in ("loading", "error", "timeout")},
+            "stallTimeoutMs": self.config.stall_timeout_ms,
+            "files": self._runtime_files(),
+            "strings": {**{k: loc.t(f"runtime.{k}") for k in ("loading", "progress", "error")},
+                        "reasons": reasons},
             "exercise": {k: loc.t(f"exercise.{k}") for k in ("checking", "unavailable")},
         }
-        blob = json.dumps(settings, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
-        tail = (f'<script type="application/json" id="widgets-config">{blob}</script>'
+        tail = (f'<script type="application/json" id="widgets-config">{json_for_script(settings)}</script>'
                 f'<script type="module" src="{root}assets/widgets/widgets.js"></script>')
         return output.replace("</body>", f"{tail}</body>", 1)
 
@@ -263,9 +295,12 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             defer_search_index(root)
         except ValueError as error:
             raise PluginError(str(error)) from error
-        # Last: the CSP hashes every inline script of the pages written so far (the last
-        # language's build sees them all).
-        write_headers(root)
+        # Last: the CSP hashes the theme's inline scripts in the pages written so far (the
+        # last language's build sees them all); any other inline script stops the build.
+        try:
+            write_headers(root)
+        except UnknownScript as error:
+            raise PluginError(str(error)) from None
 
     # -- helpers ---------------------------------------------------------------------------
     def _i18n(self, config: Any) -> Any:
@@ -308,6 +343,16 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
                 digest.update(path.read_bytes())
         digest.update((PROJECT / "pyproject.toml").read_bytes())
         return digest.hexdigest()
+
+    def _runtime_files(self) -> dict[str, int]:
+        """The files the runtime downloads with their sizes in bytes, so the page can show
+        how much has arrived: Pyodide's wasm, standard library and lock file, the wheel."""
+        pyodide = PROJECT / self.config.pyodide_dir
+        files = {name: (pyodide / name).stat().st_size for name in ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")}
+        self._wheel_path()
+        wheel = self._wheel_rel[0]  # type: ignore[index]
+        files[wheel.name] = wheel.stat().st_size
+        return files
 
     def _pyodide_path(self) -> str:
         """Where Pyodide lives in the site: a folder named after the pinned version, so a
@@ -355,6 +400,58 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         _WHEELS[key] = wheels[0]
         log.info(f"built {wheels[0].name}")
         return wheels[0]
+
+
+def _site_chrome(output: str, root: str) -> str:
+    """What every page gets (`root`: the URL of the site root from the page): the site and
+    print stylesheets, the run-time accessibility fixes, an accessible name for the search
+    dialog (its input's placeholder), and no <link rel=alternate>: Material fetches
+    `sitemap.xml` beside each, and the i18n plugin's alternates are pages, not site roots,
+    so each fetch would be a 404 (the language switcher's own <a hreflang> links stay)."""
+    output = ALTERNATE.sub("", output)
+    output = output.replace("</head>", f'<link rel="stylesheet" href="{root}assets/widgets/widgets.css">'
+                            f'<link rel="stylesheet" href="{root}assets/widgets/print.css" media="print"></head>', 1)
+    output = output.replace("</body>", f'<script type="module" src="{root}assets/widgets/site.js"></script></body>', 1)
+    placeholder = re.search(r'class="md-search__input"[^>]*placeholder="([^"]*)"', output)
+    if placeholder:
+        output = output.replace('<div class="md-search" data-md-component="search" role="dialog">',
+                                f'<div class="md-search" data-md-component="search" role="dialog" aria-label="{placeholder.group(1)}">', 1)
+    return output
+
+
+# -- what a page may hold ----------------------------------------------------------------------
+OPEN_FENCE = re.compile(r"^[ \t]*```(?P<kind>widget|exercise)\b.*$", re.M)
+SCRIPT_TAG = re.compile(r"<script\b", re.I)
+ELEMENT_ID = re.compile(r'\bid="([^"]+)"')
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+def markdown_text(text: str) -> str:
+    """A macro's value as Markdown that renders as exactly this text: catalog strings
+    (units, number words) are text, never markup or emphasis."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "&#124;")
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def json_for_script(data: Any) -> str:
+    """`data` as JSON that is safe inside `<script type="application/json">`: no `<`,
+    `>` or `&` at all (so neither `</script>`, `<!--` nor `<script` can end or open a
+    tag in the HTML parser), and no line separators."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def _source_line(page: Any, pattern: re.Pattern[str]) -> int:
+    """The line of the page's source file where `pattern` first matches (1 if unknown)."""
+    try:
+        source = Path(page.file.abs_src_path).read_text(encoding="utf-8-sig")
+    except (AttributeError, OSError, TypeError):
+        return 1
+    match = pattern.search(source)
+    return source.count("\n", 0, match.start()) + 1 if match else 1
 
 
 # -- exercises ---------------------------------------------------------------------------------

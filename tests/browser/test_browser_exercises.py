@@ -61,19 +61,19 @@ def typed_answer(answer: float, lang: str) -> str:
     return text.rstrip("0").rstrip(loc.decimal) if loc.decimal in text else text
 
 
-def with_boot_timeout(page: Any, chapter: str, ms: int) -> None:
-    """Serve the chapter with the runtime's boot timeout set to `ms` (the other tests
+def with_stall_timeout(page: Any, chapter: str, ms: int) -> None:
+    """Serve the chapter with the runtime's stall timeout set to `ms` (the other tests
     run on a shared, busy machine: the exercise, not the boot speed, is under test)."""
     def rewrite(route: Any) -> None:
-        body = route.fetch().text().replace('"bootTimeoutMs": 30000', f'"bootTimeoutMs": {ms}')
+        body = route.fetch().text().replace('"stallTimeoutMs": 30000', f'"stallTimeoutMs": {ms}')
         route.fulfill(body=body, content_type="text/html; charset=utf-8")
 
     page.route(f"**/{chapter}", rewrite)
 
 
-def open_chapter(page: Any, site_url: str, lang: str, chapter: str, boot_timeout_ms: int = BOOT_MS) -> str:
+def open_chapter(page: Any, site_url: str, lang: str, chapter: str, stall_timeout_ms: int = BOOT_MS) -> str:
     """Open the chapter in `lang`; returns the selector of the exercise under test."""
-    with_boot_timeout(page, chapter, boot_timeout_ms)
+    with_stall_timeout(page, chapter, stall_timeout_ms)
     page.goto(site_url + PREFIX[lang] + chapter)
     form = pick(page)
     page.wait_for_selector(f'{form}[data-status="idle"]')  # the runtime unhid it
@@ -178,10 +178,11 @@ def test_when_pyodide_cannot_load_the_check_says_so_and_the_solution_stays(
 ) -> None:
     recorder.expect_errors = True  # the blocked wasm request is logged as an error
     page.route("**/pyodide.asm.wasm", lambda route: route.abort())
-    form = open_chapter(page, site_url, "id", chapter, boot_timeout_ms=3000)
+    form = open_chapter(page, site_url, "id", chapter, stall_timeout_ms=3000)
     assert submit(page, form, "1") == "error"
     message = page.inner_text(f'{form} [data-region="feedback"]')
-    assert message.startswith("Pemeriksaan otomatis tidak tersedia (waktu habis)")
+    assert message.startswith("Pemeriksaan otomatis tidak tersedia (pyodide.asm.wasm tidak dapat diunduh: "
+                              "koneksi terputus atau diblokir)")
     page.locator(f'{form} [data-action="solution"]').click()
     page.wait_for_function("(sel) => { let e = document.querySelector(sel).nextElementSibling; "
                            "while (e && e.tagName !== 'DETAILS') e = e.nextElementSibling; return e && e.open; }",

@@ -32,6 +32,48 @@ def test_the_emitted_policy_allows_no_inline_code_but_the_themes_hashed_scripts(
     assert "Content-Security-Policy" in (built_site / "nginx.conf.example").read_text(encoding="utf-8")
 
 
+def test_the_policy_hashes_only_scripts_the_theme_ships(built_site: Path) -> None:
+    """A fixed list: each hashed script is one of Material's template scripts (with its
+    base URL filled in); the book adds none, so the policy holds at most a handful."""
+    from widgets.headers import inline_script_hashes, theme_scripts
+
+    patterns = theme_scripts()
+    assert 3 <= len(patterns) <= 20
+    assert any(p.pattern.startswith(re.escape("__md_scope=new URL(\"")) for p in patterns)
+    hashes = inline_script_hashes(built_site, patterns)
+    csp = re.search(r"Content-Security-Policy: (.*)", (built_site / "_headers").read_text(encoding="utf-8")).group(1)
+    assert sorted(re.findall(r"'sha256-[^']+'", csp)) == hashes
+    assert len(hashes) <= 8  # three of Material's scripts, the first at each page depth
+
+
+def test_an_error_response_is_never_cacheable(built_site: Path) -> None:
+    """A file missing for a minute (a deploy in progress) must load once it is back: the
+    local server sends no-store with every error, also under the immutable folders."""
+    import urllib.error
+    import urllib.request
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from serve import start
+
+    server, base = start(built_site, "/book/")
+    try:
+        [version] = [p.name for p in (built_site / "assets" / "pyodide").iterdir()]
+        for missing in (f"assets/pyodide/{version}/nope.wasm", "assets/wheels/0000/nope.whl", "nope/"):
+            try:
+                urllib.request.urlopen(base + missing)
+                raise AssertionError(f"{missing} exists")
+            except urllib.error.HTTPError as error:
+                assert error.code == 404
+                assert error.headers["Cache-Control"] == "no-store", missing
+                assert error.headers.get_all("Cache-Control") == ["no-store"]
+                assert "Content-Security-Policy" in error.headers
+        with urllib.request.urlopen(base + f"assets/pyodide/{version}/pyodide-lock.json") as ok:
+            assert ok.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_long_lived_caching_only_for_content_addressed_files(built_site: Path) -> None:
     headers = (built_site / "_headers").read_text(encoding="utf-8")
     assert re.search(r"/assets/pyodide/\*\n  Cache-Control: public, max-age=31536000, immutable", headers)

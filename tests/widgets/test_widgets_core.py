@@ -13,11 +13,22 @@ from widgets.native import locale
 def test_prerendered_widget_follows_the_dom_contract() -> None:
     html = render_widget("why", {}, locale("id"))
     assert html.startswith('<div class="w-widget" id="widget-why" data-widget="why" data-status="static" data-revision="0"')
-    assert re.search(r'<input type="range" id="w-why-tokens" name="tokens" min="50000000000" max="2000000000000" step="10000000000" value="2000000000000">', html)
+    assert re.search(r'<input type="range" id="w-why-tokens" name="tokens" min="50000000000" max="2000000000000" step="10000000000" value="2000000000000" disabled>', html)
     assert '<label for="w-why-tokens">Token training</label>' in html
-    assert re.search(r'<select id="w-why-model" name="model"><option value="llama2-7b" selected>Llama 2 7B</option>', html)
+    assert re.search(r'<select id="w-why-model" name="model" disabled><option value="llama2-7b" selected>Llama 2 7B</option>', html)
     assert 'data-region="output" aria-live="polite"' in html
     assert 'data-defaults="tokens=2000000000000&amp;model=llama2-7b"' in html
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_without_the_runtime_the_controls_are_disabled_and_a_note_says_why(lang: str) -> None:
+    """A page read without JavaScript must not offer sliders that change nothing: every
+    control is pre-rendered disabled (the runtime enables them) and <noscript> says so."""
+    html = render_widget("parallel3d", {}, locale(lang))
+    controls = re.findall(r"<(?:input|select)\b[^>]*>", html)
+    assert controls and all(re.search(r"\sdisabled(?:[\s>=])", c) for c in controls)
+    note = locale(lang).t("runtime.noscript")
+    assert f'<noscript><p class="w-noscript">{note}</p></noscript>' in html
 
 
 def test_overrides_in_the_fence_set_the_initial_state() -> None:

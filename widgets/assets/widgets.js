@@ -23,6 +23,12 @@ function setStatus(root, status, message = "") {
   if (line) line.textContent = message;
 }
 
+// The controls are pre-rendered disabled, so that without JavaScript the page does not
+// offer sliders that change nothing (a <noscript> note says why); this runtime enables them.
+function setControlsDisabled(root, disabled) {
+  for (const el of root.querySelectorAll("input[name], select[name]")) el.disabled = disabled;
+}
+
 // The state of a widget as the strings its controls hold (checkbox: 1 or 0).
 function readState(root) {
   const state = {};
@@ -136,6 +142,14 @@ function apply(reply) {
   const [name] = entry;
   inflight.delete(name);
   const root = byName.get(name);
+  if (queued.has(name)) {
+    // The controls moved on while this state was computed: showing it would take the
+    // figure back to a state the reader has left. Only the newest request is applied.
+    const next = queued.get(name);
+    queued.delete(name);
+    send(name, next);
+    return;
+  }
   if (reply.fatal) {
     setStatus(root, "error", config.strings.error.replace("{reason}", reply.fatal));
   } else {
@@ -150,29 +164,65 @@ function apply(reply) {
     }
     root.dataset.revision = String(Number(root.dataset.revision) + 1);
   }
-  if (queued.has(name)) {
-    const next = queued.get(name);
-    queued.delete(name);
-    send(name, next);
+}
+
+// Why the runtime could not start, in the page language: {key, file, status, type,
+// detail} from the worker (worker.js), or {key: "timeout"} when nothing arrived for a
+// while. The templates are the catalog's `runtime.reasons.*`.
+function reasonText(reason) {
+  const template = config.strings.reasons[reason.key] || config.strings.reasons.other;
+  return template.replace(/\{(\w+)\}/g, (whole, name) => (name in reason ? String(reason[name]) : whole));
+}
+
+function failAll(text) {
+  for (const root of roots) {
+    setStatus(root, "error", config.strings.error.replace("{reason}", text));
+    setControlsDisabled(root, true); // nothing would answer them: the figure stays as rendered
   }
 }
+
+// The loading line shows how much of the runtime has arrived, in steps of 10% (each step
+// is one announcement for a screen reader, not one per packet).
+function showProgress(loaded, total) {
+  if (!total) return;
+  const step = Math.min(10, Math.floor((10 * loaded) / total));
+  if (step === shownStep) return;
+  shownStep = step;
+  const percent = new Intl.NumberFormat(config.lang, { style: "percent" }).format(step / 10);
+  const text = config.strings.progress.replace("{percent}", percent);
+  for (const root of roots) if (root.dataset.status === "loading") setStatus(root, "loading", text);
+}
+let shownStep = -1;
 
 function boot() {
   if (booting) return booting;
   for (const root of roots) setStatus(root, "loading", config.strings.loading);
   booting = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(config.strings.timeout)), config.bootTimeoutMs);
+    // A slow download that keeps arriving is not a failure: the boot fails only when no
+    // byte and no reply came for `stallTimeoutMs` (the page never gives up on progress).
+    let timer = 0;
+    let settled = false;
+    const watch = () => {
+      clearTimeout(timer);
+      if (!settled) timer = setTimeout(() => reject({ key: "timeout" }), config.stallTimeoutMs);
+    };
+    watch();
     worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
     worker.onmessage = (event) => {
       const message = event.data;
-      if (message.type === "ready") {
+      if (message.type === "progress") {
+        watch();
+        showProgress(message.loaded, message.total);
+      } else if (message.type === "ready") {
+        settled = true;
         clearTimeout(timer);
         // How Python started: "fresh" or "snapshot" (worker.js; read by tests and bench).
         document.documentElement.dataset.pyodideBoot = message.booted;
         resolve();
       } else if (message.type === "fatal") {
+        settled = true;
         clearTimeout(timer);
-        reject(new Error(message.error));
+        reject(message.reason);
       } else if (message.type === "result") {
         apply(message);
       } else if (message.type === "checked") {
@@ -181,15 +231,18 @@ function boot() {
     };
     worker.onerror = (event) => {
       clearTimeout(timer);
-      reject(new Error(event.message || "worker"));
+      reject({ key: "other", detail: event.message || "worker" });
     };
     worker.postMessage({
       type: "boot",
       indexURL: new URL(config.pyodide, document.baseURI).href,
       wheel: new URL(config.wheel, document.baseURI).href,
       strings: new URL(`../i18n/${config.lang}.json`, import.meta.url).href,
+      files: config.files,
       lang: config.lang,
     });
+  }).catch((reason) => {
+    throw new Error(reasonText(reason));
   });
   booting.then(
     () => {
@@ -206,7 +259,7 @@ function boot() {
     },
     (error) => {
       if (worker) worker.terminate();
-      for (const root of roots) setStatus(root, "error", config.strings.error.replace("{reason}", error.message));
+      failAll(error.message);
     },
   );
   return booting;
@@ -248,6 +301,7 @@ window.addEventListener("hashchange", () => {
 });
 
 for (const root of roots) {
+  setControlsDisabled(root, false);
   root.addEventListener("input", onInput);
   root.addEventListener("change", onInput);
   root.addEventListener("submit", (event) => event.preventDefault());

@@ -6,9 +6,96 @@
 let call = null;
 let checkAnswer = null; // widgets.browser.check, for the exercises (see answerCheck)
 
+// ---- Downloads: progress, and the real reason a file fails --------------------------------
+// Pyodide fetches its own files (the wasm, the standard library, the lock file) and, when
+// WebAssembly cannot start, logs a warning and never settles. So every fetch of this
+// worker goes through `watchedFetch`: it reports the bytes of the runtime's files as they
+// arrive (the page times out only when nothing arrives for a while, so a slow link still
+// goes live), and it turns an HTTP error, a .wasm served with the wrong type, or a lost
+// connection into a reason the page shows at once: {key, file, status?, type?}.
+const nativeFetch = self.fetch.bind(self);
+let expected = {}; // file name -> its size in bytes (from the page's settings)
+const received = new Map(); // file name -> bytes so far
+let lastReport = 0;
+let failed = false;
+
+class BootFailure extends Error {
+  constructor(reason) {
+    super(`${reason.key}: ${reason.file || ""}`);
+    this.reason = reason;
+  }
+}
+
+function fail(reason) {
+  if (!failed) self.postMessage({ type: "fatal", reason });
+  failed = true;
+  return new BootFailure(reason);
+}
+
+const fileName = (url) => new URL(url, self.location.href).pathname.split("/").pop();
+
+function reportProgress(force = false) {
+  const now = performance.now();
+  if (!force && now - lastReport < 200) return;
+  lastReport = now;
+  let loaded = 0;
+  for (const bytes of received.values()) loaded += bytes;
+  let total = 0;
+  for (const size of Object.values(expected)) total += size;
+  self.postMessage({ type: "progress", loaded, total });
+}
+
+async function countBytes(name, response) {
+  if (!(name in expected) || !response.body) return;
+  const reader = response.body.getReader();
+  received.set(name, 0);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      received.set(name, received.get(name) + value.byteLength);
+      reportProgress();
+    }
+    reportProgress(true);
+  } catch {
+    // the download itself failed: the branch Pyodide reads reports it
+  }
+}
+
+async function watchedFetch(input, init) {
+  const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
+  const name = fileName(url);
+  let response;
+  try {
+    response = await nativeFetch(input, init);
+    // An error may come from the browser's cache (a host that marked a folder immutable
+    // also on its 404, a deploy that was incomplete a minute ago): ask the server once more.
+    if (!response.ok) response = await nativeFetch(input, { ...init, cache: "reload" });
+  } catch (error) {
+    throw fail({ key: "network", file: name });
+  }
+  if (!response.ok) throw fail({ key: "http", file: name, status: String(response.status) });
+  const type = (response.headers.get("Content-Type") || "").split(";")[0].trim();
+  if (name.endsWith(".wasm") && type !== "application/wasm") throw fail({ key: "mime", file: name, type: type || "?" });
+  countBytes(name, response.clone());
+  return response;
+}
+self.fetch = watchedFetch;
+
+// A .wasm that arrives but cannot be compiled (truncated, corrupted): Pyodide would only
+// log it; report it.
+for (const method of ["instantiateStreaming", "instantiate", "compileStreaming", "compile"]) {
+  const original = WebAssembly[method];
+  if (typeof original !== "function") continue;
+  WebAssembly[method] = function (...args) {
+    return original.apply(this, args).catch((error) => {
+      throw fail({ key: "corrupt", file: "pyodide.asm.wasm", detail: String(error && error.message ? error.message : error) });
+    });
+  };
+}
+
 async function fetchOk(url, kind) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  const response = await watchedFetch(url);
   return kind === "text" ? response.text() : response.arrayBuffer();
 }
 
@@ -48,6 +135,7 @@ async function saveSnapshot(pyodide, key) {
 }
 
 async function boot(message) {
+  expected = message.files || {};
   // The wheel and the strings download while Pyodide starts, not after it (issue 5:
   // the first live widget should cost little more than Pyodide's own start).
   const wheel = fetchOk(message.wheel, "bytes");
@@ -100,7 +188,7 @@ self.onmessage = async (event) => {
       const booted = await boot(message);
       self.postMessage({ type: "ready", booted });
     } catch (error) {
-      self.postMessage({ type: "fatal", error: String(error && error.message ? error.message : error) });
+      if (!(error instanceof BootFailure)) fail({ key: "other", detail: String(error && error.message ? error.message : error) });
     }
     return;
   }

@@ -1,0 +1,128 @@
+"""`mkdocs build --strict` refuses a translator's mistake that would ship, naming file,
+line and key: markup or a format expression in a catalog string, typographic quotes,
+one mark for decimals and thousands, a list for a string, a full-width colon; in a page,
+a <script>, a macro in full-width braces, a widget fence left open, a broken anchor.
+
+Each case builds a small copy of the book (the real catalogs and glossary, one short
+page per language) with one mistake in it; the build stops before rendering, so a case
+costs about one MkDocs start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = {
+    "id": "# Beranda\n\n```widget why\n```\n\nSatu GPU menyimpan {{ why.state_bytes }}.\n",
+    "zh": "---\nsource_hash: \"000000000000\"\n---\n# 首页\n\n```widget why\n```\n\n单卡要存 {{ why.state_bytes }}。\n",
+}
+
+
+def mini_book(tmp: Path) -> Path:
+    """A copy of the book with one page per language; returns its mkdocs.yml."""
+    shutil.copytree(ROOT / "i18n", tmp / "i18n", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    for lang, text in PAGE.items():
+        (tmp / "docs" / lang).mkdir(parents=True)
+        (tmp / "docs" / lang / "index.md").write_text(text, encoding="utf-8")
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config[: config.index("\nnav:")] + "\nnav:\n  - Beranda: index.md\n" + config[config.index("\nmarkdown_extensions:"):]
+    config = config.replace("  - widgets\n", f"  - widgets:\n      i18n_dir: {tmp / 'i18n'}\n"
+                                             f"      pyodide_dir: {ROOT / 'node_modules' / 'pyodide'}\n")
+    (tmp / "mkdocs.yml").write_text(config, encoding="utf-8")
+    return tmp / "mkdocs.yml"
+
+
+def build(config: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
+                           "-d", str(config.parent / "site")], capture_output=True, text=True, env=env, cwd=config.parent)
+
+
+def edit(path: Path, old: str, new: str) -> int:
+    """Replace the first `old` in `path`; returns the 1-based line of the change."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    at = text.index(old)
+    path.write_text(text[:at] + new + text[at + len(old):], encoding="utf-8")
+    return text.count("\n", 0, at) + 1
+
+
+def catalog_line(key: str) -> str:
+    """The line of `key` (its last part) in the real i18n/zh.yml."""
+    *parents, leaf = key.split(".")
+    text = (ROOT / "i18n" / "zh.yml").read_text(encoding="utf-8")
+    section = text.index(f"\n{parents[0]}:\n") if parents else 0
+    return re.search(rf"^ +{leaf}: .*$", text[section:], re.M).group()
+
+
+def test_the_mini_book_builds(tmp_path: Path) -> None:
+    result = build(mini_book(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "单卡要存 107.8 GB" in (tmp_path / "site" / "zh" / "index.html").read_text(encoding="utf-8")
+
+
+CATALOG_MISTAKES = {
+    "script in a unit": ("units.year", lambda line: line.replace("年\"", "年<script>alert(document.domain)</script>\""),
+                         "units.year: markup"),
+    "comment in a runtime string": ("runtime.loading", lambda line: line.replace("…\"", "…<!--<script>\""),
+                                    "runtime.loading: markup"),
+    "typographic quotes": ("units.second", lambda line: line.replace('"{value} 秒"', "“{value} 秒”"),
+                           "units.second: the value starts with the typographic quote"),
+    "attribute of a value": ("units.second", lambda line: line.replace("{value}", "{value.__class__}"),
+                             "units.second: the placeholder {value.__class__} is not a plain name"),
+    "stray brace": ("units.second", lambda line: line.replace("{value}", "{value} {"), "units.second: a stray"),
+    "list for a string": ("units.second", lambda line: line.replace('"{value} 秒"', '["{value}", "秒"]'),
+                          "units.second: a list here, but a string in id.yml"),
+    "full-width colon": ("units.second", lambda line: line.replace("second:", "second："),
+                         "units.second: broken YAML: a full-width colon"),
+    "one mark for both": ("number.group", lambda line: line.replace('","', '"."'),
+                          "number.group: the thousands mark is the decimal mark too"),
+}
+
+
+@pytest.mark.parametrize("case", CATALOG_MISTAKES)
+def test_the_build_refuses_a_catalog_mistake_at_its_line(tmp_path: Path, case: str) -> None:
+    key, change, message = CATALOG_MISTAKES[case]
+    config = mini_book(tmp_path)
+    line = catalog_line(key)
+    number = edit(tmp_path / "i18n" / "zh.yml", line, change(line))
+    result = build(config)
+    assert result.returncode != 0
+    assert f"i18n/zh.yml:{number}: {message}" in result.stderr, result.stderr[-2000:]
+
+
+PAGE_MISTAKES = {
+    "script": ("单卡要存", "<script>alert(document.domain)</script>\n\n单卡要存", "a <script> in the page"),
+    "full-width braces": ("{{ why.state_bytes }}", "｛｛ why.state_bytes ｝｝", "full-width braces"),
+    "fence left open": ("```widget why\n```\n", "```widget why\n\n", "the ```widget fence opened here is never closed"),
+    "broken anchor": ("单卡要存", "见[上文](#没有这一节)。单卡要存", "links: broken anchor #没有这一节"),
+}
+
+
+@pytest.mark.parametrize("case", PAGE_MISTAKES)
+def test_the_build_refuses_a_page_mistake_at_its_line(tmp_path: Path, case: str) -> None:
+    old, new, message = PAGE_MISTAKES[case]
+    config = mini_book(tmp_path)
+    number = edit(tmp_path / "docs" / "zh" / "index.md", old, new)
+    result = build(config)
+    assert result.returncode != 0
+    assert re.search(rf"docs/zh/index\.md:{number}: .*{re.escape(message)}", result.stderr), result.stderr[-2000:]
+
+
+def test_a_script_that_reaches_the_html_stops_the_policy(tmp_path: Path) -> None:
+    """The last guard: whatever path a script took into the HTML, the policy hashes only
+    the theme's own inline scripts and refuses any other, naming the file and line."""
+    from widgets.headers import UnknownScript, inline_script_hashes
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text("<p>x</p>\n<script>alert(1)</script>\n", encoding="utf-8")
+    with pytest.raises(UnknownScript, match=r"^a/index\.html:2: an inline script that neither the theme nor the book ships"):
+        inline_script_hashes(tmp_path)
