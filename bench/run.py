@@ -18,8 +18,8 @@
   (every (TP, PP, DP, ZeRO, micro-batch) layout evaluated and the table rendered in
   Pyodide), median of N runs, each from a state the worker has not cached.
 
-Targets (issue 5): ratio <= 1.15, p95 <= 16 ms, article page <= 300 KB before the
-runtime, build <= 20 s; (issue 7) planner at 1,024 GPUs <= 1 s. `--quick` uses fewer
+Targets: ratio <= 1.15, p95 <= 16 ms, article page <= 300 KB before the runtime,
+build <= 20 s; planner at 1,024 GPUs <= 1 s. `--quick` uses fewer
 repetitions (for `make test`).
 """
 

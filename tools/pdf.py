@@ -301,7 +301,7 @@ def stylesheets(site: Path, lang: Language, book_path: str) -> list[str]:
 
 def book_html(site: Path, lang: Language, book_path: str) -> str:
     """One document: cover, contents (with placeholder page numbers) and every chapter."""
-    from widgets.native import locale
+    from widgets.build.native import locale
 
     loc = locale(lang.locale)
     esc = html.escape
@@ -453,7 +453,7 @@ def _outline(reader: Any, lang: Language, size: int, updates: dict[tuple[int, in
     def title(text: str) -> bytes:
         return b"<FEFF" + text.encode("utf-16-be").hex().upper().encode() + b">"
 
-    from widgets.native import locale
+    from widgets.build.native import locale
 
     preface = locale(lang.locale).t("print.preface")
     tree: list[tuple[str, bytes, list[tuple[str, bytes]]]] = []

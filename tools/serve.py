@@ -15,7 +15,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from widgets.headers import headers_for, parse_headers_file  # noqa: E402
+from widgets.build.headers import headers_for, parse_headers_file  # noqa: E402
 
 MIME = {
     ".wasm": "application/wasm",

@@ -21,7 +21,7 @@ def test_benchmark_measures_and_prints_its_table(browser: Any, site_url: str, bu
     assert "first live widget / bare boot" in text and "input -> update p95" in text
     assert len(figures["latency_ms"]) == 5 and all(ms > 0 for ms in figures["latency_ms"])
     assert figures["bare_s"][0] > 0 and figures["live_s"][0] > 0 and figures["revisit_s"][0] > 0
-    # the planner measure (issue 7): gpus = 1,024 on the planner page, when the site has it
+    # the planner measure: gpus = 1,024 on the planner page, when the site has it
     assert "planner: gpus=1024 -> update" in text
     if (built_site / bench.PLANNER_PAGE / "index.html").exists():
         assert len(figures["planner_ms"]) >= 3 and all(ms > 0 for ms in figures["planner_ms"])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from widgets.core import render_output
-from widgets.native import locale
-from widgets.spec import Choice, Range
+from widgets.framework.core import render_output
+from widgets.build.native import locale
+from widgets.framework.spec import Choice, Range
 
 BOOT_MS = 90_000
 

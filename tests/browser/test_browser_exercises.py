@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from live import BOOT_MS
-from widgets.exercise import check, from_attributes
-from widgets.native import locale
+from widgets.framework.exercise import check, from_attributes
+from widgets.build.native import locale
 
 PREFIX = {"id": "", "zh": "zh/"}
 

@@ -1,4 +1,4 @@
-"""Tampered URLs against every live widget in Chromium (issue #5, "bad input").
+"""Tampered URLs against every live widget in Chromium (bad input must never break one).
 
 A reader can paste anything after `#`: every widget on every page is fed URL states with
 values out of range, NaN, infinities, huge numbers, wrong types, unknown keys, and markup
@@ -22,9 +22,9 @@ import pytest
 
 from live import BOOT_MS, READ_STATE, assert_matches_native, root, set_control, wait_revision_above
 from widgets import REGISTRY
-from widgets.core import handle
-from widgets.native import locale
-from widgets.spec import Choice, Range, Toggle, canonical, edge_states
+from widgets.framework.core import handle
+from widgets.build.native import locale
+from widgets.framework.spec import Choice, Range, Toggle, canonical, edge_states
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FENCE = re.compile(r"^\s*```widget\s+([\w-]+)\s*$", re.M)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from live import BOOT_MS, root
-from widgets.core import render_output
-from widgets.native import locale
+from widgets.framework.core import render_output
+from widgets.build.native import locale
 
 CHAPTER = {"id": "why-distributed-training/", "zh": "zh/why-distributed-training/"}
 ROOT = root("why")

@@ -9,8 +9,8 @@ from typing import Any
 
 from live import BOOT_MS, assert_matches_native, root, set_control, wait_revision_above
 from test_browser_exercises import assert_native_message, pick, submit
-from widgets import zero
-from widgets.spec import canonical
+from widgets.figures import zero
+from widgets.framework.spec import canonical
 
 SNAPSHOTS = "dtbook-pyodide-snapshots"
 KEYS = f"async () => (await (await caches.open('{SNAPSHOTS}')).keys()).map(r => r.url)"

@@ -12,9 +12,9 @@ from urllib.parse import unquote
 import pytest
 
 from live import BOOT_MS, assert_matches_native, root, set_control, wait_revision_above
-from widgets import why
-from widgets.native import locale
-from widgets.spec import canonical
+from widgets.figures import why
+from widgets.build.native import locale
+from widgets.framework.spec import canonical
 
 CHAPTER = {"id": "why-distributed-training/", "zh": "zh/why-distributed-training/"}
 ROOT = root("why")
@@ -138,7 +138,7 @@ def test_with_javascript_the_controls_answer_before_python_is_there(page: Any, s
 
 def test_chinese_search_finds_chinese_pages(page: Any, site_url: str) -> None:
     # Material's lunr index is built when the search box is first used, not with every page
-    # (widgets/lazysearch.py); searching must still work and use the page language's index.
+    # (widgets/build/lazysearch.py); searching must still work and use the page language's index.
     fetched: list[str] = []
     page.on("request", lambda r: fetched.append(r.url) if "search_index" in r.url else None)
     page.goto(site_url + CHAPTER["zh"])

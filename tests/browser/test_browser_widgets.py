@@ -16,7 +16,7 @@ import pytest
 
 from live import BOOT_MS, READ_STATE, assert_matches_native, operate_by_keyboard, root, set_control, wait_revision_above
 from widgets import REGISTRY
-from widgets.spec import canonical, edge_states, random_states
+from widgets.framework.spec import canonical, edge_states, random_states
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from widgets import REGISTRY
-from widgets.core import handle
-from widgets.exercise import handle as handle_exercise
-from widgets.native import locale
-from widgets.spec import canonical, edge_states, random_states
+from widgets.framework.core import handle
+from widgets.framework.exercise import handle as handle_exercise
+from widgets.build.native import locale
+from widgets.framework.spec import canonical, edge_states, random_states
 
 HERE = Path(__file__).resolve().parent
 BAD_STATES = [{"tokens": "NaN"}, {"gpus": "<b>1</b>"}, {"model": "x" * 80}]

@@ -119,7 +119,7 @@ def test_language_switcher_links_the_same_chapter(built_site: Path) -> None:
 
 def test_each_language_has_its_own_segmented_search_index(built_site: Path) -> None:
     # mkdocs-static-i18n merges every language into one index; the build splits it again
-    # (widgets/searchindex.py), so a reader downloads the text of one language only.
+    # (widgets/build/searchindex.py), so a reader downloads the text of one language only.
     root = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))
     chinese = json.loads((built_site / "zh" / "search" / "search_index.json").read_text(encoding="utf-8"))
     assert root["docs"] and chinese["docs"]
@@ -135,7 +135,7 @@ def test_each_language_has_its_own_segmented_search_index(built_site: Path) -> N
 
 
 def test_material_builds_its_search_index_only_when_search_is_opened(built_site: Path) -> None:
-    # widgets/lazysearch.py: the one eager expression of Material's bundle is replaced by
+    # widgets/build/lazysearch.py: the one eager expression of Material's bundle is replaced by
     # one of the same length (the source map stays aligned); the theme's file is untouched.
     from material import __file__ as material_init
     from widgets.lazysearch import EAGER, LAZY

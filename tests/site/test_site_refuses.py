@@ -10,49 +10,12 @@ costs about one MkDocs start.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGE = {
-    "id": "# Beranda\n\n```widget why\n```\n\nSatu GPU menyimpan {{ why.state_bytes }}.\n",
-    "zh": "---\nsource_hash: \"000000000000\"\n---\n# 首页\n\n```widget why\n```\n\n单卡要存 {{ why.state_bytes }}。\n",
-}
-
-
-def mini_book(tmp: Path) -> Path:
-    """A copy of the book with one page per language; returns its mkdocs.yml."""
-    shutil.copytree(ROOT / "i18n", tmp / "i18n", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    for lang, text in PAGE.items():
-        (tmp / "docs" / lang).mkdir(parents=True)
-        (tmp / "docs" / lang / "index.md").write_text(text, encoding="utf-8")
-    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    config = config[: config.index("\nnav:")] + "\nnav:\n  - Beranda: index.md\n" + config[config.index("\nmarkdown_extensions:"):]
-    config = config.replace("  - widgets\n", f"  - widgets:\n      i18n_dir: {tmp / 'i18n'}\n"
-                                             f"      pyodide_dir: {ROOT / 'node_modules' / 'pyodide'}\n")
-    (tmp / "mkdocs.yml").write_text(config, encoding="utf-8")
-    return tmp / "mkdocs.yml"
-
-
-def build(config: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
-                           "-d", str(config.parent / "site")], capture_output=True, text=True, env=env, cwd=config.parent)
-
-
-def edit(path: Path, old: str, new: str) -> int:
-    """Replace the first `old` in `path`; returns the 1-based line of the change."""
-    text = path.read_text(encoding="utf-8")
-    assert old in text, f"{old!r} not in {path}"
-    at = text.index(old)
-    path.write_text(text[:at] + new + text[at + len(old):], encoding="utf-8")
-    return text.count("\n", 0, at) + 1
+from minibook import ROOT, build, edit, mini_book
 
 
 def catalog_line(key: str) -> str:
@@ -120,7 +83,7 @@ def test_the_build_refuses_a_page_mistake_at_its_line(tmp_path: Path, case: str)
 def test_a_script_that_reaches_the_html_stops_the_policy(tmp_path: Path) -> None:
     """The last guard: whatever path a script took into the HTML, the policy hashes only
     the theme's own inline scripts and refuses any other, naming the file and line."""
-    from widgets.headers import UnknownScript, inline_script_hashes
+    from widgets.build.headers import UnknownScript, inline_script_hashes
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "index.html").write_text("<p>x</p>\n<script>alert(1)</script>\n", encoding="utf-8")

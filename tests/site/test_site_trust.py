@@ -35,7 +35,7 @@ def test_the_emitted_policy_allows_no_inline_code_but_the_themes_hashed_scripts(
 def test_the_policy_hashes_only_scripts_the_theme_ships(built_site: Path) -> None:
     """A fixed list: each hashed script is one of Material's template scripts (with its
     base URL filled in); the book adds none, so the policy holds at most a handful."""
-    from widgets.headers import inline_script_hashes, theme_scripts
+    from widgets.build.headers import inline_script_hashes, theme_scripts
 
     patterns = theme_scripts()
     assert 3 <= len(patterns) <= 20

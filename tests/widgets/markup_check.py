@@ -7,8 +7,8 @@ import copy
 from html.parser import HTMLParser
 from typing import Any
 
-from widgets.locale import Locale
-from widgets.native import locale
+from widgets.framework.locale import Locale
+from widgets.build.native import locale
 
 
 class TagBalance(HTMLParser):

@@ -11,9 +11,9 @@ import pytest
 from calc.activations import activation_bytes, activation_bytes_per_layer, recompute_overhead
 from calc.memory import training_state_bytes
 from calc.models import MODELS, param_count
-from widgets import activations
-from widgets.core import evaluate, format_value, handle, render_output
-from widgets.native import locale
+from widgets.figures import activations
+from widgets.framework.core import evaluate, format_value, handle, render_output
+from widgets.build.native import locale
 
 SEQ_LENS = [int(s) for s in activations.SEQ_LENS]
 TPS = (1, 2, 4, 8)
@@ -283,7 +283,7 @@ def test_bad_values_name_the_control_in_the_readers_language(lang: str, control:
 
 
 def test_per_layer_bytes_agree_with_calc_for_random_states() -> None:
-    from widgets.spec import random_states
+    from widgets.framework.spec import random_states
 
     for state in random_states(activations.CONTROLS, 200, seed=7):
         st, v = evaluate("activations", state)

@@ -10,10 +10,10 @@ import re
 import pytest
 
 from calc.collectives import OPS
-from widgets import bandwidth
-from widgets.core import evaluate, format_value, render_output
-from widgets.hardware import FineLocale
-from widgets.native import locale
+from widgets.figures import bandwidth
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.figures.hardware import FineLocale
+from widgets.build.native import locale
 
 RANKS = [2, 3, 4, 8, 16, 64, 1024]
 

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from calc import collectives as coll
-from widgets import collectives
-from widgets.core import evaluate, format_value, render_output
-from widgets.native import locale
+from widgets.figures import collectives
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.build.native import locale
 
 OPS = coll.OPS
 RANKS = range(2, 9)

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from widgets.core import handle, render_widget
-from widgets.native import locale
+from widgets.framework.core import handle, render_widget
+from widgets.build.native import locale
 
 
 def test_prerendered_widget_follows_the_dom_contract() -> None:

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from calc.models import MODELS
-from widgets import dp
-from widgets.core import evaluate, format_value, render_output
-from widgets.native import locale
+from widgets.figures import dp
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.build.native import locale
 
 # WIDGETS.md, row `dp`: the seed's figures at the default state (8 GPUs, Llama 2 7B).
 SEED = {

@@ -14,8 +14,8 @@ import markdown
 import pytest
 from mkdocs.exceptions import PluginError
 
-from widgets.core import evaluate
-from widgets.exercise import (
+from widgets.framework.core import evaluate
+from widgets.framework.exercise import (
     UNITS,
     Exercise,
     ExerciseError,
@@ -29,9 +29,9 @@ from widgets.exercise import (
     render_form,
     validate,
 )
-from widgets.locale import NumberError
-from widgets.native import locale
-from widgets.plugin import SLOT, replace_exercises
+from widgets.framework.locale import NumberError
+from widgets.build.native import locale
+from widgets.build.plugin import SLOT, replace_exercises
 
 ID, ZH = locale("id"), locale("zh")
 
@@ -308,7 +308,7 @@ def test_units_the_reader_may_add_and_the_right_ones_for_each_kind() -> None:
 
 
 def test_every_unit_has_a_label_in_both_languages() -> None:
-    from widgets.exercise import unit_label
+    from widgets.framework.exercise import unit_label
 
     for code, unit in UNITS.items():
         for loc in (ID, ZH):
@@ -368,7 +368,7 @@ def test_the_browser_module_answers_json() -> None:
     import json
 
     from widgets import browser
-    from widgets.native import I18N_DIR
+    from widgets.build.native import I18N_DIR
 
     browser.set_strings("zh", json.dumps(__import__("yaml").safe_load((I18N_DIR / "zh.yml").read_text(encoding="utf-8"))))
     reply = json.loads(browser.check(json.dumps(
@@ -495,7 +495,7 @@ def test_the_page_keeps_its_line_count_so_later_errors_name_the_right_line() -> 
 def test_front_matter_lines_are_counted_from_the_source_file(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from widgets.plugin import _front_lines
+    from widgets.build.plugin import _front_lines
 
     source = tmp_path / "zero.md"
     source.write_text('---\nsource_hash: "0a1b2c3d4e5f"\n---\n' + PAGE, encoding="utf-8")

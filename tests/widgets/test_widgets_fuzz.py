@@ -8,8 +8,8 @@ from html.parser import HTMLParser
 import pytest
 
 from widgets import REGISTRY
-from widgets.core import handle
-from widgets.native import locale
+from widgets.framework.core import handle
+from widgets.build.native import locale
 
 BAD_VALUES = [
     "NaN", "nan", "inf", "-Infinity", "1e400", "-1e309", "", " ", "0x10", "1,5", "½",

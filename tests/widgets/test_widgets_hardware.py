@@ -10,9 +10,9 @@ import re
 import pytest
 
 from calc.hardware import INTERCONNECTS
-from widgets import hardware
-from widgets.core import evaluate, format_value, render_output
-from widgets.native import locale
+from widgets.figures import hardware
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.build.native import locale
 
 SIZES = [float(s) for s in hardware.SIZES]
 

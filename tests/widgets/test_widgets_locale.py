@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from widgets.locale import plain_number
-from widgets.native import locale
+from widgets.framework.locale import plain_number
+from widgets.build.native import locale
 
 
 @pytest.mark.parametrize(

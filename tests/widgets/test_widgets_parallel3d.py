@@ -15,11 +15,11 @@ import pytest
 from calc.hardware import GPUS_PER_NODE
 from calc.models import MODELS
 from calc.pipeline import stage_layers
-from widgets import parallel3d as p3d
+from widgets.figures import parallel3d as p3d
 from markup_check import TagBalance, hostile_locale
-from widgets.core import evaluate, format_value, render_output
-from widgets.native import locale
-from widgets.spec import canonical, defaults, edge_states, parse_state, random_states
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.build.native import locale
+from widgets.framework.spec import canonical, defaults, edge_states, parse_state, random_states
 
 # WIDGETS.md, row `parallel3d`: 8 TP × 4 PP × 8 DP, ZeRO-1, Llama 2 7B, 2T tokens.
 SEED = {

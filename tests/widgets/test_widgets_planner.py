@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from calc.planner import REASONS
-from widgets import planner as w
+from widgets.figures import planner as w
 from markup_check import TagBalance, hostile_locale
-from widgets.core import evaluate, format_value, handle, render_output, render_widget
-from widgets.native import locale
-from widgets.spec import defaults, edge_states, random_states
+from widgets.framework.core import evaluate, format_value, handle, render_output, render_widget
+from widgets.build.native import locale
+from widgets.framework.spec import defaults, edge_states, random_states
 
 DAY = 86_400.0
 # Narayanan et al. 2021 on Selene: A100 80 GB, NVLink 3 300 GB/s, HDR InfiniBand 25 GB/s

@@ -6,7 +6,7 @@ must stay true when calc/planner.py changes. A failure names the sentence to rew
 
 from __future__ import annotations
 
-from widgets.core import evaluate
+from widgets.framework.core import evaluate
 
 MEGA = dict(tokens="3e11", gpus="1024", global_batch="1536", tflops="140", recompute="full",
             intra_gbps="300", inter_gbps="25")

@@ -11,9 +11,9 @@ from typing import Any
 import markdown
 import pytest
 
-from widgets.locale import Locale, fill
-from widgets.native import locale
-from widgets.plugin import json_for_script, markdown_text
+from widgets.framework.locale import Locale, fill
+from widgets.build.native import locale
+from widgets.build.plugin import json_for_script, markdown_text
 
 HOSTILE = [
     "<script>alert(document.domain)</script>",
@@ -42,7 +42,7 @@ def test_a_macro_value_in_a_table_cell_stays_in_its_cell() -> None:
 def test_a_macro_with_a_hostile_unit_is_escaped_in_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     """Even if a string with markup got past the catalog check, a macro could not carry it
     into the page as a tag."""
-    from widgets import plugin
+    from widgets.build import plugin
 
     real = locale("zh")
     strings = json.loads(json.dumps(real.strings))

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from mkdocs.exceptions import PluginError
 
-from widgets.plugin import WidgetsPlugin
+from widgets.build.plugin import WidgetsPlugin
 
 FRONT = "---\nsource_hash: 0123456789ab\n---\n"
 BODY = "# Judul\n\n```widget why\nmodel: llama2-13b\n```\n\nTeks {{ why.params }}.\n\n"

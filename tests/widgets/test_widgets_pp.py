@@ -10,9 +10,9 @@ import time
 import pytest
 
 from calc.pipeline import stage_layers
-from widgets import pp
-from widgets.core import evaluate, render_output
-from widgets.native import locale
+from widgets.figures import pp
+from widgets.framework.core import evaluate, render_output
+from widgets.build.native import locale
 
 # WIDGETS.md, row `pp`: 4 stages, 4 micro-batches, GPipe, Llama 2 7B.
 SEED = {

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from widgets import REGISTRY
-from widgets.core import render_output
-from widgets.native import locale
-from widgets.spec import Choice, Range, defaults, edge_states
+from widgets.framework.core import render_output
+from widgets.build.native import locale
+from widgets.framework.spec import Choice, Range, defaults, edge_states
 
 
 def figure(html: str) -> str:
@@ -50,6 +50,6 @@ def test_widget_names_and_outputs_follow_the_contract(name: str) -> None:
     assert module.NAME == name and re.fullmatch(r"[a-z0-9]+", name)
     for key, kind in module.OUTPUTS.items():
         assert re.fullmatch(r"[a-z0-9_]+", key)
-        from widgets.spec import OUTPUT_KINDS
+        from widgets.framework.spec import OUTPUT_KINDS
 
         assert kind in OUTPUT_KINDS

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from widgets.spec import Choice, Range, StateError, Toggle, canonical, edge_states, parse_state, random_states
+from widgets.framework.spec import Choice, Range, StateError, Toggle, canonical, edge_states, parse_state, random_states
 
 CONTROLS = (
     Range("gpus", lo=1, hi=64, step=1, default=8, integer=True),

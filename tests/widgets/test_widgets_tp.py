@@ -8,9 +8,9 @@ import re
 import pytest
 
 from calc.hardware import LINKS
-from widgets import tp
-from widgets.core import evaluate, render_output
-from widgets.native import locale
+from widgets.figures import tp
+from widgets.framework.core import evaluate, render_output
+from widgets.build.native import locale
 
 # WIDGETS.md, row `tp`: t = 4 over NVLink, Llama 2 7B, one 4,096-token sequence.
 SEED = {

@@ -7,10 +7,11 @@ import re
 
 import pytest
 
-from widgets import REGISTRY, why
-from widgets.core import evaluate, format_value, render_output
-from widgets.native import locale
-from widgets.spec import edge_states, random_states
+from widgets import REGISTRY
+from widgets.figures import why
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.build.native import locale
+from widgets.framework.spec import edge_states, random_states
 
 # WIDGETS.md, row `why`: the seed's figures at the default state (2T tokens, Llama 2 7B).
 SEED = {

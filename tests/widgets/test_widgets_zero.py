@@ -9,9 +9,9 @@ import re
 import pytest
 
 from calc.models import MODELS
-from widgets import zero
-from widgets.core import evaluate, format_value, render_output
-from widgets.native import locale
+from widgets.figures import zero
+from widgets.framework.core import evaluate, format_value, render_output
+from widgets.build.native import locale
 
 # WIDGETS.md, row `zero`: the seed's figures at the default state (8 GPUs, ZeRO-1, Llama 2 7B).
 SEED = {

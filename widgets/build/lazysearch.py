@@ -1,5 +1,5 @@
 """Material's search index is built when the reader first opens the search box, not on
-every page load (issue 5: first live widget).
+every page load, which would compete with the first live widget.
 
 Material for MkDocs sends the search index to its lunr worker, which builds the index,
 as soon as a page loads (over `file://` it already waits until the search box is
@@ -40,5 +40,5 @@ def defer_search_index(root: Path) -> int:
         elif LAZY not in text:
             raise ValueError(
                 f"{bundle}: Material's search setup changed (no `{EAGER}`); "
-                "update widgets/lazysearch.py for this Material version")
+                "update widgets/build/lazysearch.py for this Material version")
     return patched

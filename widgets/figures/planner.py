@@ -1,4 +1,4 @@
-"""Widget `planner`: plan a run (issue 7).
+"""Widget `planner`: plan a run.
 
 Controls: the model, training tokens, GPU count and memory, sustained throughput per
 GPU, the links inside and between nodes, the global batch, activation recomputation
@@ -21,10 +21,10 @@ from calc.hardware import GPUS_PER_NODE
 from calc.models import DEFAULT_MODEL, MEGATRON_MODELS, MODELS, param_count
 from calc.planner import REASONS, Layout, Plan, plan
 
-from .common import all_values_table, output_label
-from .html import attrs, esc, num, svg, value_span
-from .locale import Locale
-from .spec import Choice, NumberChoice, Range, Toggle
+from ..framework.html import attrs, esc, num, svg, value_span
+from ..framework.locale import Locale
+from ..framework.spec import Choice, NumberChoice, Range, Toggle
+from ._common import all_values_table, output_label
 
 NAME = "planner"
 MODEL_TABLE = {**MODELS, **MEGATRON_MODELS}

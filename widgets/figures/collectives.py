@@ -18,10 +18,10 @@ from typing import Any, Mapping, Sequence
 
 from calc import collectives as coll
 
-from .common import all_values_table, output_label
-from .html import esc, num, stat_cards, svg
-from .locale import Locale
-from .spec import Choice, NumberChoice, Range
+from ..framework.html import esc, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Choice, NumberChoice, Range
+from ._common import all_values_table, output_label
 
 NAME = "collectives"
 ROOT = 0  # the root of broadcast, scatter, gather and reduce

@@ -1,6 +1,6 @@
 """What the Web Worker calls inside Pyodide: one Locale per language, JSON in and out.
 
-Speed (issue 5, input latency): a render allocates a few thousand short-lived strings,
+Speed, between a reader's input and the update: a render allocates a few thousand short-lived strings,
 and CPython's cyclic garbage collector, triggered by allocation counts, then walks every
 object of the interpreter (all imported modules) — in WebAssembly that costs 5–15 ms,
 several times the render itself. So the worker's long-lived objects are frozen out of
@@ -15,8 +15,8 @@ import gc
 import json
 import sys
 
-from .core import handle
-from .locale import Locale
+from ..framework.core import handle
+from ..framework.locale import Locale
 
 _LOCALES: dict[str, Locale] = {}
 COLLECT_EVERY = 200
@@ -58,7 +58,7 @@ def call(request_json: str) -> str:
 def check(request_json: str) -> str:
     """Check one typed answer `{"spec", "unit", "tolerance", "typed", "lang"}` of an
     exercise; returns `{"status", "html"}` as JSON (widgets.exercise.handle)."""
-    from .exercise import handle as handle_exercise  # imported when a page first checks
+    from ..framework.exercise import handle as handle_exercise  # imported when a page first checks
 
     request = json.loads(request_json)
     loc = _LOCALES[request["lang"]]

@@ -6,9 +6,9 @@ from typing import Any, Mapping
 
 from calc.models import DEFAULT_MODEL, MODELS, param_count
 
-from .html import details_table
-from .locale import Locale
-from .spec import Choice
+from ..framework.html import details_table
+from ..framework.locale import Locale
+from ..framework.spec import Choice
 
 MODEL = Choice("model", tuple(MODELS), DEFAULT_MODEL, labels={k: m.name for k, m in MODELS.items()})
 

@@ -18,10 +18,10 @@ from typing import Any, Mapping
 from calc import pipeline
 from calc.pipeline import ScheduleSummary, simulate_schedule, summarize_schedule
 
-from .common import MODEL, all_values_table, model_params, output_label
-from .html import esc, num, stat_cards, svg
-from .locale import Locale
-from .spec import Choice, Range
+from ..framework.html import esc, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Choice, Range
+from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "pp"
 FWD, BWD = 1, 2  # time units of a forward and a backward pass (backward = 2 × forward)

@@ -13,10 +13,10 @@ from calc import zero
 from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import training_state
 
-from .common import MODEL, all_values_table, model_params, output_label
-from .html import bar_end_label, esc, line_label, num, stat_cards, svg
-from .locale import Locale
-from .spec import Choice, Range
+from ..framework.html import bar_end_label, esc, line_label, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Choice, Range
+from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "zero"
 GPU = GPUS[DEFAULT_GPU]

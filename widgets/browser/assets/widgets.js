@@ -327,7 +327,7 @@ if (parseHash().size > 0) {
 // A form is pre-rendered `hidden`: without JavaScript the page shows the question and its
 // collapsible solution only. Here it is unhidden; focusing the field starts the boot, and
 // Check posts {type: "check", id, spec, unit, tolerance, typed, lang} to the worker. The
-// reply {status, html} is Python's verdict and message (widgets/exercise.py): this file
+// reply {status, html} is Python's verdict and message (widgets/framework/exercise.py): this file
 // neither reads nor compares numbers. `data-status`: static → idle → checking →
 // correct | incorrect | invalid | error; `data-revision` grows with every verdict shown.
 const exercises = Array.from(document.querySelectorAll("form.w-exercise"));

@@ -13,10 +13,10 @@ from typing import Any, Mapping
 from calc import data_parallel as dp
 from calc.hardware import DEFAULT_GPU, GPUS, LINKS
 
-from .common import MODEL, all_values_table, model_params, output_label
-from .html import esc, num, stat_cards, svg
-from .locale import Locale
-from .spec import Range
+from ..framework.html import esc, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Range
+from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "dp"
 GPU = GPUS[DEFAULT_GPU]  # seed: 80 GB at 150 TFLOP/s (illustrative)

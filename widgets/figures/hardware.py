@@ -19,10 +19,10 @@ from typing import Any, Mapping
 from calc.collectives import transfer_seconds
 from calc.hardware import GPUS_PER_NODE, INTERCONNECTS
 
-from .common import all_values_table, output_label
-from .html import esc, num, stat_cards, svg
-from .locale import Locale
-from .spec import NumberChoice
+from ..framework.html import esc, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import NumberChoice
+from ._common import all_values_table, output_label
 
 NAME = "hardware"
 

@@ -190,7 +190,7 @@ def expected(ex: Exercise) -> float:
     try:
         module = widget_module(ex.widget)
     except StateError:
-        from . import REGISTRY
+        from .. import REGISTRY
 
         raise ExerciseError(f"unknown widget {ex.widget!r}; known: {', '.join(REGISTRY)}") from None
     kind = module.OUTPUTS.get(ex.output)

@@ -22,10 +22,10 @@ from calc.hardware import DEFAULT_GPU, GPUS, GPUS_PER_NODE
 from calc.models import MODELS
 from calc.pipeline import stage_layers
 
-from .common import MODEL, all_values_table, model_params, output_label
-from .html import attrs, esc, num, svg, value_span
-from .locale import Locale
-from .spec import Range, Toggle, canonical, defaults
+from ..framework.html import attrs, esc, num, svg, value_span
+from ..framework.locale import Locale
+from ..framework.spec import Range, Toggle, canonical, defaults
+from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "parallel3d"
 GPU = GPUS[DEFAULT_GPU]

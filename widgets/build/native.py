@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from .locale import Locale
+from ..framework.locale import Locale
 
-I18N_DIR = Path(__file__).resolve().parent.parent / "i18n"
+I18N_DIR = Path(__file__).resolve().parents[2] / "i18n"
 
 
 @lru_cache(maxsize=None)

@@ -2,7 +2,7 @@
 
 `html.escape` is all the widgets need, but `import html` also imports `html.entities`
 (two tables of 2,000+ named character references): ~26 ms of the first widget's start in
-Pyodide (issue 5, first live widget). This is the same function; a test compares the two.
+Pyodide, where the first live widget is waited for. This is the same function; a test compares the two.
 """
 
 from __future__ import annotations

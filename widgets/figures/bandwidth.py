@@ -18,11 +18,11 @@ from typing import Any, Mapping
 from calc import collectives as coll
 from calc.hardware import GPUS_PER_NODE, INTERCONNECTS
 
-from .common import all_values_table, output_label
+from ..framework.html import esc, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Choice, NumberChoice
+from ._common import all_values_table, output_label
 from .hardware import FineLocale, join_sentences
-from .html import esc, num, stat_cards, svg
-from .locale import Locale
-from .spec import Choice, NumberChoice
 
 NAME = "bandwidth"
 NVLINK = INTERCONNECTS["nvlink4"]  # the fastest link of a GPU (inside a node)

@@ -22,10 +22,10 @@ from calc import activations as act
 from calc.hardware import DEFAULT_GPU, GPUS
 from calc.parallel3d import state_per_gpu_bytes
 
-from .common import MODEL, all_values_table, model_params, output_label
-from .html import bar_end_label, esc, line_label, num, stat_cards, svg
-from .locale import Locale
-from .spec import Choice, NumberChoice, Range, Toggle
+from ..framework.html import bar_end_label, esc, line_label, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Choice, NumberChoice, Range, Toggle
+from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "activations"
 GPU = GPUS[DEFAULT_GPU]

@@ -136,8 +136,8 @@ async function saveSnapshot(pyodide, key) {
 
 async function boot(message) {
   expected = message.files || {};
-  // The wheel and the strings download while Pyodide starts, not after it (issue 5:
-  // the first live widget should cost little more than Pyodide's own start).
+  // The wheel and the strings download while Pyodide starts, not after it: the first
+  // live widget should cost little more than Pyodide's own start.
   const wheel = fetchOk(message.wheel, "bytes");
   const strings = fetchOk(message.strings, "text");
   wheel.catch(() => {}); // handled below; no "unhandled rejection" while Pyodide loads

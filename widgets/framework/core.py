@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping
 
-from . import REGISTRY
+from .. import REGISTRY
 from .escape import escape
 from .html import attrs, control_label, control_value_text, controls_html
 from .locale import Locale

@@ -18,10 +18,10 @@ from calc import tensor
 from calc.hardware import DEFAULT_GPU, GPUS, LINKS
 from calc.models import layer_param_count
 
-from .common import MODEL, all_values_table, model_params, output_label
-from .html import esc, num, stat_cards, svg
-from .locale import Locale
-from .spec import Choice
+from ..framework.html import esc, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Choice
+from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "tp"
 GPU = GPUS[DEFAULT_GPU]

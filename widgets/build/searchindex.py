@@ -1,4 +1,4 @@
-"""One search index per language instead of one for the whole site (issue 5: page weight).
+"""One search index per language instead of one for the whole site (so a reader downloads the text of one language only).
 
 mkdocs-static-i18n merges the search entries of every language into the site's single
 `search/search_index.json`, which Material's search worker fetches on every first visit,

@@ -37,17 +37,17 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.utils import get_relative_url
 
-from . import REGISTRY
-from .core import format_value, render_widget
-from .exercise import ExerciseError, parse as parse_exercise, render_form, validate as validate_exercise
+from .. import REGISTRY
+from ..framework.core import format_value, render_widget
+from ..framework.exercise import ExerciseError, parse as parse_exercise, render_form, validate as validate_exercise
 from .headers import UnknownScript, write_headers
 from .lazysearch import defer_search_index
 from .searchindex import split_search_index
 from .native import locale
 
 log = get_plugin_logger(__name__)
-PROJECT = Path(__file__).resolve().parent.parent
-ASSETS = Path(__file__).resolve().parent / "assets"
+PROJECT = Path(__file__).resolve().parents[2]
+ASSETS = Path(__file__).resolve().parents[1] / "browser" / "assets"  # the browser runtime
 # The Pyodide core files the runtime needs (PITFALLS.md); nothing else from the package.
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 

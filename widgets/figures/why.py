@@ -16,10 +16,10 @@ from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import training_state
 from calc.models import MODELS, param_count
 
-from .common import MODEL
-from .html import details_table, esc, line_label, num, stat_cards, svg
-from .locale import Locale
-from .spec import Range
+from ..framework.html import details_table, esc, line_label, num, stat_cards, svg
+from ..framework.locale import Locale
+from ..framework.spec import Range
+from ._common import MODEL
 
 NAME = "why"
 GPU = GPUS[DEFAULT_GPU]  # the seed's illustrative 80 GB GPU at 150 TFLOP/s
