@@ -51,8 +51,8 @@ def test_macros_are_replaced_by_computed_numbers(built_site: Path, lang: str) ->
     html = page(built_site, lang)
     assert "{{" not in html and "WIDGETSLOT" not in html
     # The Llama 2 70B row of the time table is computed, not typed.
-    from widgets.core import format_value
-    from widgets.native import locale
+    from widgets.framework.core import format_value
+    from widgets.build.native import locale
 
     assert format_value("why", "time_1024", {"model": "llama2-70b"}, locale(lang)) in html
 
@@ -138,7 +138,7 @@ def test_material_builds_its_search_index_only_when_search_is_opened(built_site:
     # widgets/build/lazysearch.py: the one eager expression of Material's bundle is replaced by
     # one of the same length (the source map stays aligned); the theme's file is untouched.
     from material import __file__ as material_init
-    from widgets.lazysearch import EAGER, LAZY
+    from widgets.build.lazysearch import EAGER, LAZY
 
     (bundle,) = (built_site / "assets" / "javascripts").glob("bundle.*.min.js")
     original = Path(material_init).parent / "templates" / "assets" / "javascripts" / bundle.name

@@ -14,8 +14,8 @@ import pytest
 from pypdf.generic import Destination
 
 import pdf
-from widgets.core import format_value
-from widgets.native import locale
+from widgets.framework.core import format_value
+from widgets.build.native import locale
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGS = ("id", "zh")

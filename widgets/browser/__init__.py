@@ -57,7 +57,7 @@ def call(request_json: str) -> str:
 
 def check(request_json: str) -> str:
     """Check one typed answer `{"spec", "unit", "tolerance", "typed", "lang"}` of an
-    exercise; returns `{"status", "html"}` as JSON (widgets.exercise.handle)."""
+    exercise; returns `{"status", "html"}` as JSON (widgets.framework.exercise.handle)."""
     from ..framework.exercise import handle as handle_exercise  # imported when a page first checks
 
     request = json.loads(request_json)

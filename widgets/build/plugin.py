@@ -4,7 +4,7 @@
   overrides) become the widget's complete HTML, rendered natively in the page language.
 * `{{ NAME.OUTPUT key=value ... }}` macros become the formatted output value.
 * ```` ```exercise ```` fences (`answer:`, `unit:`, `tolerance:`) become a typed-answer
-  form whose answer calc computes (`widgets.exercise`); the browser checks what the
+  form whose answer calc computes (`widgets.framework.exercise`); the browser checks what the
   reader types with the same code.
 * The glossary (`i18n/glossary.yml`) becomes hover and focus definitions of its terms
   in every page (as `*[term]: definition` abbreviations in the page's language, made

@@ -29,7 +29,7 @@ from .html import attrs, esc
 from .locale import Locale, NumberError, SUPERSCRIPT, plain_number
 from .spec import StateError
 
-#: Output kinds (widgets.spec.OUTPUT_KINDS) that are plain numbers: counts, ratios, fractions.
+#: Output kinds (widgets.framework.spec.OUTPUT_KINDS) that are plain numbers: counts, ratios, fractions.
 DIMENSIONLESS = ("count", "integer", "number", "ratio", "fraction")
 
 

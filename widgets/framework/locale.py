@@ -254,7 +254,7 @@ class Locale:
         return text
 
     def format(self, kind: str, value: float) -> str:
-        """Format an output of the given kind (see `widgets.spec.OUTPUT_KINDS`)."""
+        """Format an output of the given kind (see `widgets.framework.spec.OUTPUT_KINDS`)."""
         if kind == "bytes":
             return self.bytes(value)
         if kind == "seconds":

@@ -2,7 +2,7 @@
 
 A widget module lists its controls as `Range`, `Choice` and `Toggle` values. From that one
 table come: validation of an incoming state (`parse_state`), the canonical text of a state
-for URLs (`canonical`), the HTML of the controls (`widgets.html.controls_html`) and the
+for URLs (`canonical`), the HTML of the controls (`widgets.framework.html.controls_html`) and the
 states the tests sample (`edge_states`, `random_states`).
 """
 
