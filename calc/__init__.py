@@ -11,4 +11,42 @@ Modules: ``models`` (model configs, parameter counts), ``hardware`` (GPUs, links
 et al. 2022), ``collectives`` (ring costs and simulations), ``data_parallel``,
 ``zero``, ``tensor``, ``pipeline``, ``parallel3d``, ``planner`` (every layout of a run,
 ranked by estimated time, with the reason each rejected one fails).
+
+One name per quantity, in every module. A public function that takes more than two
+numbers takes them as keyword arguments (``zero.state_per_gpu_bytes(params=…, dp=…,
+zero_stage=…)``); the model's shape comes in the order ``layers, hidden, heads, vocab,
+seq_len``, then the batch (``micro_batch``, ``global_batch``, ``microbatches``).
+
+======  ===================  ==================================================  ===========
+symbol  name in calc         meaning                                             unit
+======  ===================  ==================================================  ===========
+Ψ       ``params``           parameters of the model                             parameters
+D       ``tokens``           training tokens                                     tokens
+C       ``flops``            FLOP of the whole training run                      FLOP
+n       ``gpus``             total GPU count of a run, n = t·p·d (only this)     GPUs
+N_d     ``dp``               data-parallel size: replicas of the model, ZeRO's   GPUs
+                             N_d (in plain data parallelism every GPU)
+t       ``tp``               tensor-parallel size                                GPUs
+p       ``pp``               pipeline-parallel size, pipeline stages             stages
+v       ``chunks``           interleaved model chunks per GPU                    chunks
+m       ``microbatches``     micro-batches per pipeline per step                 micro-batches
+b       ``micro_batch``      sequences per micro-batch                           sequences
+B       ``global_batch``     sequences per optimizer step                        sequences
+s       ``seq_len``          tokens per sequence                                 tokens
+h       ``hidden``           hidden size                                         elements
+a       ``heads``            attention heads                                     heads
+L       ``layers``           transformer layers                                  layers
+V       ``vocab``            vocabulary size                                     tokens
+K       ``optimizer_bytes``  optimizer state per parameter (12 for mixed-        bytes
+                             precision Adam, ZeRO Sec. 3.1)
+—       ``zero_stage``       ZeRO stage, 0 (plain data parallelism) to 3         —
+—       ``recompute``        activation recomputation: "none", "selective",      —
+                             "full" (Korthikanti et al. 2022)
+X       ``flops_per_gpu``    sustained FLOP/s of one GPU                         FLOP/s
+β       ``bytes_per_s``      bandwidth of one link, per GPU, one direction       bytes/s
+S       ``size_bytes``       size of one message of a collective                 bytes
+—       ``ranks``            members of one collective                           ranks
+M       ``memory_bytes``     memory of one GPU                                   bytes
+—       ``gpus_per_node``    GPUs in one server                                  GPUs
+======  ===================  ==================================================  ===========
 """

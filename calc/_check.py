@@ -1,7 +1,7 @@
 """Argument validators shared by every public function of ``calc``.
 
 Each raises ``ValueError`` with a message that names the argument and its allowed
-range, e.g. ``gpus must be an integer from 1 to 65536, got 0``.
+range, e.g. ``dp must be an integer from 1 to 65536, got 0``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ MAX_HIDDEN = 1_000_000  # hidden size h
 MAX_LAYERS = 100_000  # transformer layers
 MAX_HEADS = 100_000  # attention heads
 MAX_VOCAB = 100_000_000  # vocabulary size
+MAX_OPTIMIZER_BYTES = 64  # K, optimizer bytes per parameter (mixed-precision Adam: 12)
 
 
 def _fmt(x: float) -> str:

@@ -2,8 +2,8 @@
 
 Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 Models", Sec. 4 and Table 2. Counting 16-bit activations (2 bytes per element) and
-1-byte dropout masks, one layer stores, in bytes, with s sequence length, b
-micro-batch size, h hidden size, a attention heads, t tensor-parallel size:
+1-byte dropout masks, one layer stores, in bytes, with h hidden size, a attention
+heads, s sequence length, b micro-batch size, t tensor-parallel size:
 
 * attention block 11·s·b·h + 5·a·s²·b, MLP block 19·s·b·h, two LayerNorms 4·s·b·h,
   so with no parallelism (Sec. 4.1, Eq. 1):  s·b·h·(34 + 5·a·s/h);
@@ -51,18 +51,19 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 
 
 def activation_bytes_per_layer(
-    seq_len: int,
-    micro_batch: int,
+    *,
     hidden: int,
     heads: int,
+    seq_len: int,
+    micro_batch: int,
     tp: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
 ) -> float:
     """Activation bytes one transformer layer keeps for the backward pass, per GPU.
 
-    Korthikanti et al. 2022, Table 2 (s = ``seq_len``, b = ``micro_batch``,
-    h = ``hidden``, a = ``heads``, t = ``tp``):
+    Korthikanti et al. 2022, Table 2 (h = ``hidden``, a = ``heads``, s = ``seq_len``,
+    b = ``micro_batch``, t = ``tp``):
 
     ======================  =====================================
     recompute / parallel    bytes per layer
@@ -78,10 +79,10 @@ def activation_bytes_per_layer(
     With t = 1 sequence parallelism changes nothing. Llama 2 7B, one 4,096-token
     sequence, no recomputation: 4096·4096·(34 + 5·32·4096/4096) = 3.255e9 bytes.
     """
-    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
-    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     h = check_int("hidden", hidden, 1, MAX_HIDDEN)
     a = check_int("heads", heads, 1, MAX_HEADS)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     t = check_int("tp", tp, 1, MAX_HIDDEN)
     sp = check_choice("sequence_parallel", sequence_parallel, (False, True))
     mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
@@ -97,11 +98,12 @@ def activation_bytes_per_layer(
 
 
 def activation_bytes(
-    seq_len: int,
-    micro_batch: int,
+    *,
+    layers: int,
     hidden: int,
     heads: int,
-    layers: int,
+    seq_len: int,
+    micro_batch: int,
     tp: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
@@ -114,41 +116,43 @@ def activation_bytes(
     """
     l = check_int("layers", layers, 1, MAX_LAYERS)
     return l * activation_bytes_per_layer(
-        seq_len, micro_batch, hidden, heads, tp, sequence_parallel, recompute
+        hidden=hidden, heads=heads, seq_len=seq_len, micro_batch=micro_batch, tp=tp,
+        sequence_parallel=sequence_parallel, recompute=recompute,
     )
 
 
-def attention_score_factor(seq_len: int, hidden: int, heads: int) -> float:
+def attention_score_factor(*, hidden: int, heads: int, seq_len: int) -> float:
     """5·a·s/h, the attention-score term of Eq. 1 next to the 34 of the rest of the layer
     (Korthikanti et al. 2022, Sec. 4.1 and 5). GPT-3 (a 96, s 2,048, h 12,288): 80;
     MT-NLG (128, 2,048, 20,480): 64; Llama 2 7B at 4,096 tokens: 160."""
-    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     h = check_int("hidden", hidden, 1, MAX_HIDDEN)
     a = check_int("heads", heads, 1, MAX_HEADS)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     return 5.0 * a * s / h
 
 
 def attention_score_bytes_per_layer(
-    seq_len: int, micro_batch: int, hidden: int, heads: int, tp: int = 1
+    *, hidden: int, heads: int, seq_len: int, micro_batch: int, tp: int = 1
 ) -> float:
     """Bytes of the attention scores one layer stores without recomputation, per GPU:
     5·a·s²·b/t (Korthikanti et al. 2022, Sec. 4.1: softmax output 2as²b, its dropout
     mask as²b, the dropout output 2as²b; split over t by tensor parallelism, Sec.
     4.2.1). This is the 5as/h term of Table 2, the part selective recomputation drops
     (Sec. 5). Llama 2 7B, one 4,096-token sequence: 5·32·4096² = 2.684e9 bytes."""
-    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
-    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     check_int("hidden", hidden, 1, MAX_HIDDEN)
     a = check_int("heads", heads, 1, MAX_HEADS)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     t = check_int("tp", tp, 1, MAX_HIDDEN)
     return 5.0 * a * float(s) * s * b / t
 
 
 def rematerialized_bytes(
-    seq_len: int,
-    micro_batch: int,
+    *,
     hidden: int,
     heads: int,
+    seq_len: int,
+    micro_batch: int,
     tp: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
@@ -167,17 +171,19 @@ def rematerialized_bytes(
     """
     mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
     one_layer = activation_bytes_per_layer(
-        seq_len, micro_batch, hidden, heads, tp, sequence_parallel, "none"
+        hidden=hidden, heads=heads, seq_len=seq_len, micro_batch=micro_batch, tp=tp,
+        sequence_parallel=sequence_parallel, recompute="none",
     )
     return one_layer if mode == "full" else 0.0
 
 
 def peak_activation_bytes(
-    seq_len: int,
-    micro_batch: int,
+    *,
+    layers: int,
     hidden: int,
     heads: int,
-    layers: int,
+    seq_len: int,
+    micro_batch: int,
     tp: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
@@ -187,29 +193,27 @@ def peak_activation_bytes(
     4.2.3, Eq. 5 and 6) plus ``rematerialized_bytes`` (one layer rebuilt during the
     backward pass with full recomputation). Llama 2 7B, one 4,096-token sequence, full
     recomputation, t = 1: 32·2·4096² + 3.255e9 = 4.329e9 bytes."""
-    stored = activation_bytes(
-        seq_len, micro_batch, hidden, heads, layers, tp, sequence_parallel, recompute
-    )
-    return stored + rematerialized_bytes(
-        seq_len, micro_batch, hidden, heads, tp, sequence_parallel, recompute
-    )
+    shape = dict(hidden=hidden, heads=heads, seq_len=seq_len, micro_batch=micro_batch, tp=tp,
+                 sequence_parallel=sequence_parallel, recompute=recompute)
+    stored = activation_bytes(layers=layers, **shape)
+    return stored + rematerialized_bytes(**shape)
 
 
-def _flops_terms(seq_len: int, hidden: int, layers: int, vocab: int) -> tuple[float, float]:
+def _flops_terms(layers: int, hidden: int, vocab: int, seq_len: int) -> tuple[float, float]:
     """(s/(6h), 1 + s/(6h) + v/(12hL)): the attention term and the bracket of the
     model FLOPs per iteration, 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) (Korthikanti et al.
     2022, Appendix A, Eq. 7; Narayanan et al. 2021, Appendix, Eq. 3 without
     recomputation)."""
-    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
-    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
     l = check_int("layers", layers, 1, MAX_LAYERS)
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
     v = check_int("vocab", vocab, 1, MAX_VOCAB)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     attention = s / (6.0 * h)
     return attention, 1.0 + attention + v / (12.0 * h * l)
 
 
 def recompute_overhead(
-    seq_len: int, hidden: int, layers: int, vocab: int, recompute: str = "none"
+    *, layers: int, hidden: int, vocab: int, seq_len: int, recompute: str = "none"
 ) -> float:
     """Extra compute of recomputation, as a fraction of the model FLOPs of Eq. 7
     (Korthikanti et al. 2022, Appendix A), counting only matrix multiplies:
@@ -232,7 +236,7 @@ def recompute_overhead(
     ``vocab`` is v, the vocabulary size; Llama's SwiGLU MLP is counted as GPT's 4h MLP.
     """
     mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
-    attention, bracket = _flops_terms(seq_len, hidden, layers, vocab)
+    attention, bracket = _flops_terms(layers, hidden, vocab, seq_len)
     if mode == "none":
         return 0.0
     if mode == "selective":
@@ -240,7 +244,7 @@ def recompute_overhead(
     return (1.0 + attention) / 3.0 / bracket
 
 
-def selective_overhead_eq8(seq_len: int, hidden: int, layers: int, vocab: int) -> float:
+def selective_overhead_eq8(*, layers: int, hidden: int, vocab: int, seq_len: int) -> float:
     """Hardware FLOPs over model FLOPs minus 1 as Korthikanti et al. 2022 compute it
     for selective recomputation, Eq. 8 over Eq. 7 (Appendix A):
 
@@ -251,5 +255,5 @@ def selective_overhead_eq8(seq_len: int, hidden: int, layers: int, vocab: int) -
     (Sec. 5) and its HFU/MFU ratios of Table 5. It is three times the forward FLOPs
     the recomputation actually reruns (``recompute_overhead``, "selective").
     """
-    attention, bracket = _flops_terms(seq_len, hidden, layers, vocab)
+    attention, bracket = _flops_terms(layers, hidden, vocab, seq_len)
     return attention / bracket

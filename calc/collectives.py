@@ -110,7 +110,7 @@ def algbw(size_bytes: float, time_s: float) -> float:
     return s / t
 
 
-def busbw(op: str, ranks: int, size_bytes: float, time_s: float) -> float:
+def busbw(op: str, *, ranks: int, size_bytes: float, time_s: float) -> float:
     """Bus bandwidth algbw × bus_factor(op, n) in bytes/s (nccl-tests PERFORMANCE.md)."""
     return algbw(size_bytes, time_s) * bus_factor(op, ranks)
 

@@ -26,8 +26,9 @@ def training_flops(params: float, tokens: float) -> float:
     return FLOPS_PER_PARAM_PER_TOKEN * n * d
 
 
-def training_seconds(flops: float, gpus: int, flops_per_gpu: float) -> float:
-    """T = C / (N_gpus · F_gpu): perfect scaling, no communication or bubble."""
+def training_seconds(*, flops: float, gpus: int, flops_per_gpu: float) -> float:
+    """T = C / (n · X), C = ``flops``, n = ``gpus`` (the run's total GPU count), X =
+    ``flops_per_gpu``: perfect scaling, no communication or bubble."""
     c = check_real("flops", flops, 0, MAX_FLOPS)
     g = check_int("gpus", gpus, 1, MAX_GPUS)
     f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
@@ -35,7 +36,7 @@ def training_seconds(flops: float, gpus: int, flops_per_gpu: float) -> float:
 
 
 def megatron_training_seconds(
-    params: float, tokens: float, gpus: int, flops_per_gpu: float
+    *, params: float, tokens: float, gpus: int, flops_per_gpu: float
 ) -> float:
     """End-to-end training time with activation recomputation, Narayanan et al. 2021,
     Eq. 4: T ≈ 8·T_tokens·P / (n·X), X the achieved FLOP/s per GPU (Eq. 3 with

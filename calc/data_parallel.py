@@ -1,5 +1,5 @@
 """Data parallelism: every GPU holds the whole model and a slice of the batch, and
-the gradients are all-reduced once per step.
+the gradients are all-reduced once per step. N_d = ``dp`` replicas, here one per GPU.
 
 The seed explainer's step 2 (defaults: global batch 1,024 sequences of 4,096 tokens,
 8 GPUs, 150 TFLOP/s per GPU, 50 GB/s network); the ring all-reduce cost follows
@@ -22,7 +22,7 @@ from ._check import (
 from .collectives import ring_all_reduce_bytes_per_rank
 from .compute import FLOPS_PER_PARAM_PER_TOKEN
 from .hardware import GPUS, LINKS
-from .memory import GRAD_BYTES, training_state_bytes
+from .memory import GRAD_BYTES, OPTIMIZER_BYTES, training_state_bytes
 
 __all__ = [
     "GLOBAL_BATCH_SEQS",
@@ -42,39 +42,41 @@ _FLOPS = GPUS["illustrative"].flops_per_s  # 150e12, seed 000 (illustrative)
 _NETWORK = LINKS["network"].bytes_per_s  # 50e9, seed 000
 
 
-def state_per_gpu_bytes(params: float) -> float:
-    """Plain data parallelism replicates the whole state: 16Ψ bytes on every GPU
-    (ZeRO Sec. 3.1; Rajbhandari et al. 2019, Fig. 1 "Baseline")."""
-    return training_state_bytes(params)
+def state_per_gpu_bytes(params: float, *, optimizer_bytes: float = OPTIMIZER_BYTES) -> float:
+    """Plain data parallelism replicates the whole state: (2 + 2 + K)Ψ = 16Ψ bytes on
+    every GPU, K = ``optimizer_bytes`` (ZeRO Sec. 3.1; Rajbhandari et al. 2019, Fig. 1
+    "Baseline")."""
+    return training_state_bytes(params, optimizer_bytes=optimizer_bytes)
 
 
-def seqs_per_gpu(gpus: int, global_batch: int = GLOBAL_BATCH_SEQS) -> float:
-    """Sequences each GPU processes per step: B / N (1,024 / 8 = 128)."""
-    n = check_int("gpus", gpus, 1, MAX_GPUS)
+def seqs_per_gpu(dp: int, global_batch: int = GLOBAL_BATCH_SEQS) -> float:
+    """Sequences each GPU processes per step: B / N_d (1,024 / 8 = 128)."""
+    n = check_int("dp", dp, 1, MAX_GPUS)
     b = check_int("global_batch", global_batch, 1, MAX_BATCH)
     return b / n
 
 
-def tokens_per_step(global_batch: int = GLOBAL_BATCH_SEQS, seq_len: int = SEQ_LEN) -> float:
+def tokens_per_step(*, seq_len: int = SEQ_LEN, global_batch: int = GLOBAL_BATCH_SEQS) -> float:
     """Tokens per optimizer step: B · s (1,024 × 4,096 = 4,194,304)."""
-    b = check_int("global_batch", global_batch, 1, MAX_BATCH)
     s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("global_batch", global_batch, 1, MAX_BATCH)
     return float(b) * s
 
 
 def compute_seconds(
+    *,
     params: float,
-    gpus: int,
+    dp: int,
     flops_per_gpu: float = _FLOPS,
-    global_batch: int = GLOBAL_BATCH_SEQS,
     seq_len: int = SEQ_LEN,
+    global_batch: int = GLOBAL_BATCH_SEQS,
 ) -> float:
-    """Compute time of one step on each GPU: 6·Ψ·B·s / N / F (Kaplan et al. 2020,
+    """Compute time of one step on each GPU: 6·Ψ·B·s / N_d / F (Kaplan et al. 2020,
     Sec. 2.1). Llama 2 7B on 8 GPUs at 150 TFLOP/s: 141.3 s."""
     p = check_real("params", params, 0, MAX_PARAMS)
-    n = check_int("gpus", gpus, 1, MAX_GPUS)
+    n = check_int("dp", dp, 1, MAX_GPUS)
     f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
-    tokens = tokens_per_step(global_batch, seq_len)
+    tokens = tokens_per_step(seq_len=seq_len, global_batch=global_batch)
     return FLOPS_PER_PARAM_PER_TOKEN * p * tokens / n / f
 
 
@@ -84,16 +86,16 @@ def gradient_bytes(params: float) -> float:
     return GRAD_BYTES * p
 
 
-def sent_per_gpu_bytes(params: float, gpus: int) -> float:
+def sent_per_gpu_bytes(params: float, dp: int) -> float:
     """Bytes each GPU sends per step in the ring all-reduce of the fp16 gradient:
-    2(N−1)/N × 2Ψ (nccl-tests PERFORMANCE.md). Llama 2 7B, N = 8: 23.59e9."""
-    n = check_int("gpus", gpus, 1, MAX_GPUS)
+    2(N_d−1)/N_d × 2Ψ (nccl-tests PERFORMANCE.md). Llama 2 7B, N_d = 8: 23.59e9."""
+    n = check_int("dp", dp, 1, MAX_GPUS)
     return ring_all_reduce_bytes_per_rank(gradient_bytes(params), n)
 
 
-def comm_seconds(params: float, gpus: int, bytes_per_s: float = _NETWORK) -> float:
+def comm_seconds(*, params: float, dp: int, bytes_per_s: float = _NETWORK) -> float:
     """All-reduce time per step: sent bytes / link bandwidth, no overlap, no latency.
-    Llama 2 7B, N = 8, 50 GB/s: 0.4718 s."""
-    sent = sent_per_gpu_bytes(params, gpus)
+    Llama 2 7B, N_d = 8, 50 GB/s: 0.4718 s."""
+    sent = sent_per_gpu_bytes(params, dp)
     bw = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
     return sent / bw

@@ -1,19 +1,23 @@
-"""Training state bytes of mixed-precision Adam.
+"""Training state bytes of mixed-precision Adam, and the bytes of one activation.
 
 Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training Trillion
 Parameter Models", Sec. 3.1: with Ψ parameters, mixed-precision Adam holds
 2Ψ bytes of fp16 parameters, 2Ψ bytes of fp16 gradients and KΨ bytes of optimizer
 state (fp32 parameters, momentum and variance: 4 + 4 + 4), K = 12; 16Ψ in total.
-Activations, buffers and fragmentation are not included.
+Activations, buffers and fragmentation are not included. K is the keyword argument
+``optimizer_bytes`` of every function that counts training state (here and in
+``zero``, ``data_parallel``, ``tensor``, ``pipeline``, ``parallel3d``, ``planner``), so
+another optimizer can be costed; it defaults to ``OPTIMIZER_BYTES`` = 12.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._check import MAX_PARAMS, check_real
+from ._check import MAX_OPTIMIZER_BYTES, MAX_PARAMS, check_real
 
 __all__ = [
+    "ACTIVATION_BYTES",
     "GRAD_BYTES",
     "OPTIMIZER_BYTES",
     "STATE_BYTES",
@@ -28,6 +32,10 @@ WEIGHT_BYTES = 2  # fp16 parameters, 2 bytes each (ZeRO Sec. 3.1: 2Ψ)
 GRAD_BYTES = 2  # fp16 gradients (ZeRO Sec. 3.1: 2Ψ)
 OPTIMIZER_BYTES = 12  # K: fp32 parameters + momentum + variance (ZeRO Sec. 3.1: KΨ, K=12)
 STATE_BYTES = WEIGHT_BYTES + GRAD_BYTES + OPTIMIZER_BYTES  # 16 (ZeRO Sec. 3.1: 16Ψ)
+# fp16/bf16 activations, 2 bytes per element (Korthikanti et al. 2022, Sec. 4 counts
+# activations in 16-bit floating point); what tensor parallelism all-reduces and what
+# one pipeline stage sends the next.
+ACTIVATION_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -44,18 +52,20 @@ class StateBytes:
         return self.weights + self.grads + self.optimizer
 
 
-def training_state(params: float) -> StateBytes:
-    """State of Ψ = ``params`` parameters: (2Ψ, 2Ψ, 12Ψ) bytes (ZeRO Sec. 3.1)."""
+def training_state(params: float, *, optimizer_bytes: float = OPTIMIZER_BYTES) -> StateBytes:
+    """State of Ψ = ``params`` parameters: (2Ψ, 2Ψ, KΨ) bytes, K = ``optimizer_bytes``
+    (ZeRO Sec. 3.1; K = 12 gives (2Ψ, 2Ψ, 12Ψ))."""
     p = check_real("params", params, 0, MAX_PARAMS)
-    return StateBytes(
-        weights=WEIGHT_BYTES * p, grads=GRAD_BYTES * p, optimizer=OPTIMIZER_BYTES * p
-    )
+    k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
+    return StateBytes(weights=WEIGHT_BYTES * p, grads=GRAD_BYTES * p, optimizer=k * p)
 
 
-def training_state_bytes(params: float) -> float:
-    """(2 + 2 + K)Ψ = 16Ψ bytes (ZeRO Sec. 3.1). Llama 2 7B: 107.8e9 bytes."""
+def training_state_bytes(params: float, *, optimizer_bytes: float = OPTIMIZER_BYTES) -> float:
+    """(2 + 2 + K)Ψ bytes, K = ``optimizer_bytes`` (ZeRO Sec. 3.1: 16Ψ with K = 12).
+    Llama 2 7B: 107.8e9 bytes."""
     p = check_real("params", params, 0, MAX_PARAMS)
-    return float(STATE_BYTES) * p
+    k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
+    return (WEIGHT_BYTES + GRAD_BYTES + k) * p
 
 
 def weight_bytes(params: float, bits: float = 16) -> float:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._check import (
+    MAX_BATCH,
     MAX_HIDDEN,
     MAX_LAYERS,
     MAX_SEQ_LEN,
@@ -24,6 +25,7 @@ from ._check import (
     check_choice,
     check_int,
 )
+from .activations import RECOMPUTE_MODES
 
 __all__ = [
     "ARCHITECTURES",
@@ -237,46 +239,57 @@ def _check_megatron(layers: int, hidden: int, vocab: int, seq_len: int) -> tuple
     )
 
 
-def megatron_param_count(layers: int, hidden: int, vocab: int, seq_len: int) -> float:
+def megatron_param_count(*, layers: int, hidden: int, vocab: int, seq_len: int) -> int:
     """Parameters of a GPT model, Narayanan et al. 2021, Eq. 2 (Sec. 5.1, Appendix):
 
         P = 12·l·h² · (1 + 13/(12h) + (V + s)/(12·l·h))
           = 12·l·h² + 13·l·h + (V + s)·h
 
     l layers, h hidden size, V vocabulary, s sequence length (learned positions,
-    tied output head, final LayerNorm ignored).
+    tied output head, final LayerNorm ignored). Computed in integers, the expanded
+    form, so it is a whole count like ``param_count``.
     """
     l, h, v, s = _check_megatron(layers, hidden, vocab, seq_len)
-    return 12.0 * l * h * h * (1.0 + 13.0 / (12.0 * h) + (v + s) / (12.0 * l * h))
+    return 12 * l * h * h + 13 * l * h + (v + s) * h
 
 
 def megatron_flops_per_iteration(
-    batch: int,
-    seq_len: int,
+    *,
     layers: int,
     hidden: int,
     vocab: int,
-    recompute: bool = True,
+    seq_len: int,
+    global_batch: int,
+    recompute: str = "full",
 ) -> float:
     """FLOP of one training iteration, Narayanan et al. 2021, Eq. 3 (Appendix):
 
         F = 96·B·s·l·h² · (1 + s/(6h) + V/(16·l·h))
 
-    B batch size in sequences, s sequence length, l layers, h hidden size, V vocabulary.
-    Derivation (same appendix): a layer's forward pass is 24·B·s·h² + 4·B·s²·h FLOP
-    and the logit layer's 2·B·s·h·V; backward costs twice the forward, and full
-    activation recomputation adds one more forward of the layers (not of the
-    logits): 4 × layers + 3 × logits. Without recomputation (``recompute=False``)
-    it is 3 × layers + 3 × logits, i.e.
+    l layers, h hidden size, V vocabulary, s sequence length, B = ``global_batch``
+    sequences. Derivation (same appendix): a layer's forward pass is 24·B·s·h² +
+    4·B·s²·h FLOP and the logit layer's 2·B·s·h·V; backward costs twice the forward,
+    and full activation recomputation (``recompute="full"``) adds one more forward of
+    the layers (not of the logits): 4 × layers + 3 × logits. Without recomputation
+    (``"none"``) it is 3 × layers + 3 × logits, i.e.
 
         F = 72·B·s·l·h² · (1 + s/(6h) + V/(12·l·h)),
 
-    the leading 96 becoming 72 (the logit term keeps its 6·B·s·h·V).
+    the leading 96 becoming 72 (the logit term keeps its 6·B·s·h·V). Selective
+    recomputation (``"selective"``) reruns the forward of the two attention-score
+    matmuls, QKᵀ and attention over V, 4·B·s²·h per layer (Korthikanti et al. 2022,
+    Appendix A), so
+
+        F = 72·B·s·l·h² · (1 + s/(6h) + s/(18h) + V/(12·l·h)),
+
+    the count of ``calc.activations.recompute_overhead`` (Korthikanti et al.'s Eq. 8
+    adds three times as much, see ``calc.activations.selective_overhead_eq8``).
     """
-    b = check_int("batch", batch, 1, 1_000_000_000)
     l, h, v, s = _check_megatron(layers, hidden, vocab, seq_len)
-    if not isinstance(recompute, bool):
-        raise ValueError(f"recompute must be True or False, got {recompute!r}")
-    if recompute:
+    b = check_int("global_batch", global_batch, 1, MAX_BATCH)
+    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    if mode == "full":
         return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
+    if mode == "selective":
+        return 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + s / (18.0 * h) + v / (12.0 * l * h))
     return 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h))

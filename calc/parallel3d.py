@@ -4,7 +4,8 @@ Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clu
 Using Megatron-LM" (PTD-P), Sec. 3: n = t·p·d GPUs, tensor parallelism inside a node,
 pipeline stages across nodes, data parallelism on top; with global batch B and
 micro-batch b each pipeline runs m = B/(d·b) micro-batches (Sec. 3.2), bubble
-(p−1)/(m+p−1) of the step (Sec. 2.2.1). Optionally ZeRO over the data-parallel group
+(p−1)/(m+p−1) of the step time (Sec. 2.2.1, ``bubble_fraction_of_time`` as in
+``calc.pipeline``). Optionally ZeRO over the data-parallel group
 (Rajbhandari et al. 2019, Sec. 5) on each GPU's 1/(t·p) share of the model.
 Seed 000, step 6 defaults: 8 TP × 4 PP × 8 DP with ZeRO-1, Llama 2 7B, 2T tokens.
 """
@@ -26,11 +27,12 @@ from ._check import (
 from .compute import FLOPS_PER_PARAM_PER_TOKEN
 from .data_parallel import GLOBAL_BATCH_SEQS
 from .hardware import GPUS, GPUS_PER_NODE
-from .pipeline import _bubble_fraction
-from .zero import STAGES, state_per_gpu_bytes as _zero_state
+from .memory import OPTIMIZER_BYTES
+from .pipeline import _bubble_fraction_of_time
+from .zero import ZERO_STAGES, state_per_gpu_bytes as _zero_state
 
 __all__ = [
-    "bubble",
+    "bubble_fraction_of_time",
     "gpus",
     "microbatches_per_pipeline",
     "nodes",
@@ -52,34 +54,41 @@ def _tpd(tp: int, pp: int, dp: int) -> tuple[int, int, int]:
     return t, p, d
 
 
-def gpus(tp: int, pp: int, dp: int) -> int:
+def gpus(*, tp: int, pp: int, dp: int) -> int:
     """n = t · p · d (Narayanan et al. 2021, Sec. 3). 8 × 4 × 8 = 256."""
     t, p, d = _tpd(tp, pp, dp)
     return t * p * d
 
 
-def nodes(tp: int, pp: int, dp: int, gpus_per_node: int = GPUS_PER_NODE) -> int:
+def nodes(*, tp: int, pp: int, dp: int, gpus_per_node: int = GPUS_PER_NODE) -> int:
     """Servers needed: ceil(n / GPUs per node), 8 GPUs per node by default.
     256 GPUs: 32 nodes."""
     g = check_int("gpus_per_node", gpus_per_node, 1, 1024)
-    return math.ceil(gpus(tp, pp, dp) / g)
+    return math.ceil(gpus(tp=tp, pp=pp, dp=dp) / g)
 
 
 def state_per_gpu_bytes(
-    params: float, tp: int, pp: int, dp: int, zero_stage: int = 0
+    *,
+    params: float,
+    tp: int,
+    pp: int,
+    dp: int,
+    zero_stage: int = 0,
+    optimizer_bytes: float = OPTIMIZER_BYTES,
 ) -> float:
     """Training state per GPU. Each GPU holds Ψ/(t·p) parameters; without ZeRO that is
-    16Ψ/(t·p) bytes; with ZeRO stage k over the d data-parallel replicas, the ZeRO
-    formula (Rajbhandari et al. 2019, Sec. 5) applied to Ψ/(t·p), e.g. stage 1:
-    (4 + K/d)·Ψ/(t·p). Llama 2 7B, 8 × 4 × 8, ZeRO-1: 1.158e9."""
+    (2 + 2 + K)Ψ/(t·p) = 16Ψ/(t·p) bytes (K = ``optimizer_bytes``, 12); with ZeRO stage
+    k over the d data-parallel replicas, the ZeRO formula (Rajbhandari et al. 2019,
+    Sec. 5) applied to Ψ/(t·p), e.g. stage 1: (4 + K/d)·Ψ/(t·p). Llama 2 7B,
+    8 × 4 × 8, ZeRO-1: 1.158e9."""
     ps = check_real("params", params, 0, MAX_PARAMS)
     t, p, d = _tpd(tp, pp, dp)
-    k = check_choice("zero_stage", zero_stage, STAGES)
-    return _zero_state(ps / (t * p), d, k)
+    k = check_choice("zero_stage", zero_stage, ZERO_STAGES)
+    return _zero_state(params=ps / (t * p), dp=d, zero_stage=k, optimizer_bytes=optimizer_bytes)
 
 
 def microbatches_per_pipeline(
-    dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
+    *, dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
 ) -> float:
     """m = B / (d · b) (Narayanan et al. 2021, Sec. 3.2). 1,024 / 8 = 128. A real
     number when d·b does not divide B (the formulas then use it as is)."""
@@ -94,17 +103,19 @@ def microbatches_per_pipeline(
     return b_global / (d * b)
 
 
-def bubble(
-    pp: int, dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
+def bubble_fraction_of_time(
+    *, pp: int, dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
 ) -> float:
-    """Pipeline bubble fraction (p−1)/(m+p−1) with m = B/(d·b) (Narayanan et al. 2021,
-    Sec. 2.2.1 and 3.2). p = 4, d = 8: 3/131 = 0.0229."""
+    """Pipeline bubble as a fraction of the step time, (p−1)/(m+p−1) with m = B/(d·b)
+    (Narayanan et al. 2021, Sec. 2.2.1 and 3.2; ``calc.pipeline.bubble_fraction_of_time``
+    with this m). p = 4, d = 8: 3/131 = 0.0229."""
     p = check_int("pp", pp, 1, MAX_GPUS)
-    m = microbatches_per_pipeline(dp, global_batch, micro_batch)
-    return _bubble_fraction(p, m)
+    m = microbatches_per_pipeline(dp=dp, global_batch=global_batch, micro_batch=micro_batch)
+    return _bubble_fraction_of_time(p, m)
 
 
 def train_seconds(
+    *,
     params: float,
     tokens: float,
     tp: int,
@@ -118,12 +129,12 @@ def train_seconds(
 
         T = 6·N·D / (n · F) / (1 − bubble)
 
-    (Kaplan et al. 2020 Sec. 2.1; bubble from ``bubble``). Llama 2 7B, 2T tokens,
-    8 × 4 × 8 at 150 TFLOP/s: 2.156e6 s (24.9 days).
+    (Kaplan et al. 2020 Sec. 2.1; bubble from ``bubble_fraction_of_time``). Llama 2 7B,
+    2T tokens, 8 × 4 × 8 at 150 TFLOP/s: 2.156e6 s (24.9 days).
     """
     ps = check_real("params", params, 0, MAX_PARAMS)
     dt = check_real("tokens", tokens, 0, MAX_TOKENS)
     f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
-    n = gpus(tp, pp, dp)
-    idle = bubble(pp, dp, global_batch, micro_batch)
+    n = gpus(tp=tp, pp=pp, dp=dp)
+    idle = bubble_fraction_of_time(pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch)
     return FLOPS_PER_PARAM_PER_TOKEN * ps * dt / (n * f) / (1.0 - idle)

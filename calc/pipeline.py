@@ -6,6 +6,10 @@ Using Megatron-LM", Sec. 2.2.1 (GPipe and 1F1B / PipeDream-Flush: bubble time ov
 ideal time (p−1)/m, 1F1B keeps at most p micro-batches in flight) and Sec. 2.2.2
 (interleaved schedule with v model chunks per GPU: (p−1)/(v·m)).
 
+Two bubbles, two names: ``bubble_fraction_of_time`` is the idle share of the whole
+step, (p−1)/(m+p−1) (GPipe's figure); ``bubble_over_ideal_time`` is the bubble time
+over the ideal time, (p−1)/m (Megatron's, Narayanan et al. 2021, Eq. 1–2).
+
 ``simulate_schedule`` builds the schedule from dependencies instead of from the
 formula, so the tests can check one against the other.
 """
@@ -21,28 +25,28 @@ from ._check import (
     MAX_BATCH,
     MAX_HIDDEN,
     MAX_LAYERS,
+    MAX_OPTIMIZER_BYTES,
     MAX_PARAMS,
     MAX_SEQ_LEN,
     check_choice,
     check_int,
     check_real,
 )
-from .memory import STATE_BYTES
+from .memory import ACTIVATION_BYTES, GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 
 __all__ = [
-    "ACTIVATION_BYTES",
     "MAX_CHUNKS",
     "MAX_MICROBATCHES",
+    "MAX_PP",
     "MAX_SIM_CHUNKS",
     "MAX_SIM_MICROBATCHES",
-    "MAX_SIM_STAGES",
-    "MAX_STAGES",
+    "MAX_SIM_PP",
     "SCHEDULES",
     "ScheduleEvent",
     "ScheduleSummary",
     "activation_transfer_bytes",
-    "bubble_fraction",
-    "bubble_over_ideal",
+    "bubble_fraction_of_time",
+    "bubble_over_ideal_time",
     "busy_units",
     "in_flight_microbatches",
     "layers_per_stage",
@@ -54,46 +58,47 @@ __all__ = [
 ]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
-MAX_STAGES = 1_024  # pipeline stages in the closed-form functions
+MAX_PP = 1_024  # pipeline stages p in the closed-form functions
 MAX_MICROBATCHES = MAX_BATCH
 MAX_CHUNKS = 64  # model chunks per GPU (interleaved)
-MAX_SIM_STAGES = 32  # the simulator stays small enough for a browser
+MAX_SIM_PP = 32  # pipeline stages p in the simulator, small enough for a browser
 MAX_SIM_MICROBATCHES = 256
 MAX_SIM_CHUNKS = 8
-ACTIVATION_BYTES = 2  # fp16/bf16 activations
 
 
-def _p_m_v(stages: int, microbatches: int, chunks: int) -> tuple[int, int, int]:
+def _p_m_v(pp: int, microbatches: int, chunks: int) -> tuple[int, int, int]:
     return (
-        check_int("stages", stages, 1, MAX_STAGES),
+        check_int("pp", pp, 1, MAX_PP),
         check_int("microbatches", microbatches, 1, MAX_MICROBATCHES),
         check_int("chunks", chunks, 1, MAX_CHUNKS),
     )
 
 
-def _bubble_fraction(p: float, m: float, v: float = 1.0) -> float:
-    """(p−1)/(v·m + p−1) without validation (shared with parallel3d)."""
+def _bubble_fraction_of_time(p: float, m: float, v: float = 1.0) -> float:
+    """(p−1)/(v·m + p−1) without validation (shared with parallel3d, whose m may be a
+    real number)."""
     return (p - 1.0) / (v * m + p - 1.0)
 
 
-def bubble_fraction(stages: int, microbatches: int, chunks: int = 1) -> float:
-    """Idle fraction of the total step time (time-weighted, all stages).
+def bubble_fraction_of_time(*, pp: int, microbatches: int, chunks: int = 1) -> float:
+    """Bubble as a fraction of the whole step time: the idle share of the pipeline's
+    time, time-weighted over all stages (GPipe's measure).
 
     GPipe and 1F1B (Huang et al. 2018 Sec. 2.3; Narayanan et al. 2021 Sec. 2.2.1):
         (p − 1) / (m + p − 1)
     Interleaved with v = ``chunks`` model chunks per GPU (Narayanan et al. 2021
     Sec. 2.2.2, bubble shrunk v times): (p − 1) / (v·m + p − 1).
-    4 stages, 4 micro-batches: 3/7 = 0.4286.
+    p = 4 stages, 4 micro-batches: 3/7 = 0.4286.
     """
-    p, m, v = _p_m_v(stages, microbatches, chunks)
-    return _bubble_fraction(p, m, v)
+    p, m, v = _p_m_v(pp, microbatches, chunks)
+    return _bubble_fraction_of_time(p, m, v)
 
 
-def bubble_over_ideal(stages: int, microbatches: int, chunks: int = 1) -> float:
-    """Bubble time relative to the ideal (bubble-free) time, Narayanan et al. 2021:
-    (p − 1)/m for GPipe and 1F1B (Sec. 2.2.1), (p − 1)/(v·m) interleaved (Sec. 2.2.2).
-    Equals f/(1 − f) for f = ``bubble_fraction``."""
-    p, m, v = _p_m_v(stages, microbatches, chunks)
+def bubble_over_ideal_time(*, pp: int, microbatches: int, chunks: int = 1) -> float:
+    """Bubble time over the ideal (bubble-free) time, Megatron's measure, Narayanan et
+    al. 2021, Eq. 1–2: (p − 1)/m for GPipe and 1F1B (Sec. 2.2.1), (p − 1)/(v·m)
+    interleaved (Sec. 2.2.2). Equals f/(1 − f) for f = ``bubble_fraction_of_time``."""
+    p, m, v = _p_m_v(pp, microbatches, chunks)
     return (p - 1.0) / (v * m)
 
 
@@ -103,32 +108,32 @@ def _units(fwd: float, bwd: float) -> float:
     return f + b
 
 
-def busy_units(microbatches: int, fwd: float = 1, bwd: float = 2) -> float:
+def busy_units(*, microbatches: int, fwd: float = 1, bwd: float = 2) -> float:
     """Time units each stage computes per step: m·(t_f + t_b); backward = 2 × forward
     by default (a backward pass costs twice the forward's FLOP). m = 4: 12."""
     m = check_int("microbatches", microbatches, 1, MAX_MICROBATCHES)
     return m * _units(fwd, bwd)
 
 
-def total_units(stages: int, microbatches: int, fwd: float = 1, bwd: float = 2) -> float:
+def total_units(*, pp: int, microbatches: int, fwd: float = 1, bwd: float = 2) -> float:
     """Length of a GPipe or 1F1B step: (m + p − 1)·(t_f + t_b) (Narayanan et al. 2021
     Sec. 2.2.1). p = m = 4: 21."""
-    p, m, _ = _p_m_v(stages, microbatches, 1)
+    p, m, _ = _p_m_v(pp, microbatches, 1)
     return (m + p - 1) * _units(fwd, bwd)
 
 
-def layers_per_stage(layers: int, stages: int) -> int:
+def layers_per_stage(layers: int, pp: int) -> int:
     """Layers on the most loaded stage: ceil(L / p). 32 layers, 4 stages: 8."""
     l = check_int("layers", layers, 1, MAX_LAYERS)
-    p = check_int("stages", stages, 1, l)
+    p = check_int("pp", pp, 1, l)
     return math.ceil(l / p)
 
 
-def stage_layers(layers: int, stages: int) -> tuple[tuple[int, int], ...]:
+def stage_layers(layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     """(first, last) layer index of each stage, inclusive: contiguous blocks, the
     first L mod p stages one layer longer. 32 layers, 4 stages: (0, 7) ... (24, 31)."""
     l = check_int("layers", layers, 1, MAX_LAYERS)
-    p = check_int("stages", stages, 1, l)
+    p = check_int("pp", pp, 1, l)
     base, extra = divmod(l, p)
     out = []
     first = 0
@@ -139,29 +144,32 @@ def stage_layers(layers: int, stages: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def state_per_gpu_bytes(params: float, stages: int) -> float:
-    """Training state per GPU: 16Ψ / p (ZeRO Sec. 3.1 bytes, layers split p ways).
-    Llama 2 7B, p = 4: 26.95e9."""
+def state_per_gpu_bytes(
+    *, params: float, pp: int, optimizer_bytes: float = OPTIMIZER_BYTES
+) -> float:
+    """Training state per GPU: (2 + 2 + K)Ψ / p = 16Ψ / p, K = ``optimizer_bytes``
+    (ZeRO Sec. 3.1 bytes, layers split p ways). Llama 2 7B, p = 4: 26.95e9."""
     ps = check_real("params", params, 0, MAX_PARAMS)
-    p = check_int("stages", stages, 1, MAX_STAGES)
-    return STATE_BYTES * ps / p
+    p = check_int("pp", pp, 1, MAX_PP)
+    k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
+    return (WEIGHT_BYTES + GRAD_BYTES + k) * ps / p
 
 
-def activation_transfer_bytes(seq_len: int, hidden: int, micro_batch: int = 1) -> float:
+def activation_transfer_bytes(*, hidden: int, seq_len: int, micro_batch: int = 1) -> float:
     """Bytes sent from one stage to the next per micro-batch (and the same gradient
     back): s·b·h × 2 bytes. One 4,096-token sequence, h = 4096: 33.55e6."""
-    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     return float(s) * b * h * ACTIVATION_BYTES
 
 
-def in_flight_microbatches(stages: int, microbatches: int, schedule: str) -> int:
+def in_flight_microbatches(*, pp: int, microbatches: int, schedule: str) -> int:
     """Most micro-batches whose activations a stage holds at once: m for GPipe
     (all forwards before any backward), min(p, m) for 1F1B (Narayanan et al. 2021
     Sec. 2.2.1: "limits the number of in-flight microbatches ... to the depth of
     the pipeline"). Interleaved is left to ``simulate_schedule``."""
-    p, m, _ = _p_m_v(stages, microbatches, 1)
+    p, m, _ = _p_m_v(pp, microbatches, 1)
     sched = check_choice("schedule", schedule, ("gpipe", "1f1b"))
     return m if sched == "gpipe" else min(p, m)
 
@@ -186,15 +194,16 @@ class ScheduleSummary:
     """Totals of a simulated schedule.
 
     ``busy_time`` is one stage's compute (the same on every stage);
-    ``bubble_fraction`` = 1 − busy / total; ``bubble_over_ideal`` = (total − busy) /
-    busy; ``peak_in_flight[s]``: most micro-batches' activations stage s holds at
-    once (a chunk of an interleaved stage counts 1/v).
+    ``bubble_fraction_of_time`` = 1 − busy / total (all stages);
+    ``bubble_over_ideal_time`` = (total − busy) / busy; ``peak_in_flight[s]``: most
+    micro-batches' activations stage s holds at once (a chunk of an interleaved stage
+    counts 1/v).
     """
 
     total_time: float
     busy_time: float
-    bubble_fraction: float
-    bubble_over_ideal: float
+    bubble_fraction_of_time: float
+    bubble_over_ideal_time: float
     peak_in_flight: tuple[float, ...]
 
 
@@ -260,7 +269,8 @@ def _dependency(op: Op, s: int, p: int, v: int) -> tuple[str, int, int, int] | N
 
 
 def simulate_schedule(
-    stages: int,
+    *,
+    pp: int,
     microbatches: int,
     schedule: str = "gpipe",
     chunks: int = 2,
@@ -284,7 +294,7 @@ def simulate_schedule(
     start time then stage. ``chunks`` (validated, 2 to 8 when interleaved) only matters
     for ``schedule="interleaved"``.
     """
-    p = check_int("stages", stages, 1, MAX_SIM_STAGES)
+    p = check_int("pp", pp, 1, MAX_SIM_PP)
     m = check_int("microbatches", microbatches, 1, MAX_SIM_MICROBATCHES)
     sched = check_choice("schedule", schedule, SCHEDULES)
     interleaved = sched == "interleaved"
@@ -380,7 +390,7 @@ def summarize_schedule(events: list[ScheduleEvent]) -> ScheduleSummary:
         busy_time=busy_time,
         # math.fsum, not sum(): sum() of floats became compensated in Python 3.12, so
         # the browser (3.14) and the native build (3.11) would differ in the last bit.
-        bubble_fraction=1.0 - math.fsum(busy) / (p * total),
-        bubble_over_ideal=(total - busy_time) / busy_time,
+        bubble_fraction_of_time=1.0 - math.fsum(busy) / (p * total),
+        bubble_over_ideal_time=(total - busy_time) / busy_time,
         peak_in_flight=tuple(peaks),
     )

@@ -108,6 +108,7 @@ from ._check import (
     MAX_HEADS,
     MAX_HIDDEN,
     MAX_LAYERS,
+    MAX_OPTIMIZER_BYTES,
     MAX_PARAMS,
     MAX_SEQ_LEN,
     MAX_TOKENS,
@@ -119,10 +120,10 @@ from .activations import RECOMPUTE_MODES, activation_bytes, rematerialized_bytes
 from .collectives import ring_bytes_per_rank
 from .compute import FLOPS_PER_PARAM_PER_TOKEN
 from .hardware import GPUS_PER_NODE
-from .memory import WEIGHT_BYTES
+from .memory import OPTIMIZER_BYTES, WEIGHT_BYTES
 from .pipeline import activation_transfer_bytes
 from .tensor import ALL_REDUCES_PER_LAYER, sent_per_gpu_layer_bytes
-from .zero import STAGES, state_per_gpu_bytes
+from .zero import ZERO_STAGES, state_per_gpu_bytes
 
 __all__ = [
     "ALLOWANCE_BYTES",
@@ -170,6 +171,7 @@ class RunSpec:
     global_batch: int
     recompute: str
     sequence_parallel: bool
+    optimizer_bytes: float = OPTIMIZER_BYTES
 
     @property
     def steps(self) -> float:
@@ -202,7 +204,7 @@ class Layout(NamedTuple):
     tp: int
     pp: int
     dp: int
-    zero: int
+    zero_stage: int
     microbatches: int
     micro_batch: int
     fits: bool
@@ -293,12 +295,13 @@ def _divisors(value: int) -> tuple[int, ...]:
 
 
 def reject_reason(
+    *,
     tp: int,
     pp: int,
     dp: int,
-    zero: int,
-    heads: int,
+    zero_stage: int,
     layers: int,
+    heads: int,
     global_batch: int,
     gpus_per_node: int = GPUS_PER_NODE,
 ) -> str:
@@ -307,9 +310,9 @@ def reject_reason(
     t = check_int("tp", tp, 1, MAX_GPUS)
     p = check_int("pp", pp, 1, MAX_GPUS)
     d = check_int("dp", dp, 1, MAX_GPUS)
-    z = check_choice("zero", zero, STAGES)
-    a = check_int("heads", heads, 1, MAX_HEADS)
+    z = check_choice("zero_stage", zero_stage, ZERO_STAGES)
     l = check_int("layers", layers, 1, MAX_LAYERS)
+    a = check_int("heads", heads, 1, MAX_HEADS)
     b = check_int("global_batch", global_batch, 1, MAX_PLAN_BATCH)
     g = check_int("gpus_per_node", gpus_per_node, 1, 1024)
     return _structural(t, p, d, a, l, b, g) or ("zero_pp" if z >= 2 and p > 1 else "")
@@ -328,27 +331,27 @@ def _structural(t: int, p: int, d: int, a: int, l: int, b: int, g: int) -> str:
 
 
 def layout_memory(
-    spec: RunSpec, tp: int, pp: int, dp: int, zero: int, microbatches: int
+    spec: RunSpec, *, tp: int, pp: int, dp: int, zero_stage: int, microbatches: int
 ) -> tuple[float, float, float]:
     """(needed, state, activations) bytes per GPU of one layout (module docstring):
 
         state  = ZeRO-stage state of Ψ/(t·p) over d (Rajbhandari et al. 2019, Sec. 5)
                  [+ stage 3: full fp16 copies of 2 layers, minus the shard already held]
-        acts   = activation_bytes(s, b, h, a, min(p, m)·L/p layers, t, SP, recompute)
+        acts   = activation_bytes(min(p, m)·L/p layers, h, a, s, b, t, SP, recompute)
                  + rematerialized_bytes(...)   (Korthikanti et al. 2022, Sec. 4.2.3)
         needed = state + acts + ALLOWANCE_BYTES
     """
-    t, p, d, z, m = _check_layout(spec, tp, pp, dp, zero, microbatches)
+    t, p, d, z, m = _check_layout(spec, tp, pp, dp, zero_stage, microbatches)
     return _memory(spec, t, p, d, z, m, spec.global_batch // (d * m))
 
 
-def _check_layout(spec: RunSpec, tp: int, pp: int, dp: int, zero: int, microbatches: int) -> tuple[int, int, int, int, int]:
+def _check_layout(spec: RunSpec, tp: int, pp: int, dp: int, zero_stage: int, microbatches: int) -> tuple[int, int, int, int, int]:
     if not isinstance(spec, RunSpec):
         raise ValueError(f"spec must be a RunSpec (from plan's arguments), got {spec!r}")
     t = check_int("tp", tp, 1, spec.gpus)
     p = check_int("pp", pp, 1, spec.layers)
     d = check_int("dp", dp, 1, spec.gpus)
-    z = check_choice("zero", zero, STAGES)
+    z = check_choice("zero_stage", zero_stage, ZERO_STAGES)
     m = check_int("microbatches", microbatches, 1, spec.global_batch)
     if t * p * d != spec.gpus or spec.layers % p or spec.global_batch % (d * m):
         raise ValueError(
@@ -361,7 +364,7 @@ def _check_layout(spec: RunSpec, tp: int, pp: int, dp: int, zero: int, microbatc
 
 def _state(spec: RunSpec, t: int, p: int, d: int, z: int) -> float:
     share = spec.params / (t * p)
-    state = state_per_gpu_bytes(share, d, z)
+    state = state_per_gpu_bytes(params=share, dp=d, zero_stage=z, optimizer_bytes=spec.optimizer_bytes)
     if z == 3:
         stage_layers = spec.layers // p
         gathered = min(ZERO3_GATHERED_LAYERS, stage_layers) / stage_layers
@@ -383,7 +386,7 @@ def _memory(spec: RunSpec, t: int, p: int, d: int, z: int, m: int, b: int) -> tu
 
 
 def layout_times(
-    spec: RunSpec, tp: int, pp: int, dp: int, zero: int, microbatches: int
+    spec: RunSpec, *, tp: int, pp: int, dp: int, zero_stage: int, microbatches: int
 ) -> tuple[float, float, float, float, float, float]:
     """(compute, bubble, tp_comm, pp_comm, dp_comm, step) seconds per step of one
     layout; the communication terms are the exposed parts (module docstring):
@@ -391,10 +394,11 @@ def layout_times(
         step = (m + p − 1)·(t_c + t_tp + t_pp) + exposed DP
         compute = m·t_c, bubble = (p − 1)·(t_c + t_tp + t_pp)
     """
-    t, p, d, z, m = _check_layout(spec, tp, pp, dp, zero, microbatches)
+    t, p, d, z, m = _check_layout(spec, tp, pp, dp, zero_stage, microbatches)
     per = _per_microbatch(spec, t, p, spec.global_batch // (d * m))
     k = flops_per_param_per_token(spec.recompute)
-    return _times(k, m, p, per, dp_collectives(spec.params / (t * p), d, z), _dp_link(spec, t, d))
+    collectives = dp_collectives(share_params=spec.params / (t * p), dp=d, zero_stage=z)
+    return _times(k, m, p, per, collectives, _dp_link(spec, t, d))
 
 
 def _per_microbatch(spec: RunSpec, t: int, p: int, b: int) -> tuple[float, float, float]:
@@ -404,11 +408,12 @@ def _per_microbatch(spec: RunSpec, t: int, p: int, b: int) -> tuple[float, float
     t_tp = 0.0
     if t > 1:
         reduces = ALL_REDUCES_PER_LAYER + (_RECOMPUTED_ALL_REDUCES if spec.recompute == "full" else 0)
-        per_layer = sent_per_gpu_layer_bytes(spec.seq_len, spec.hidden, t, b) * reduces / ALL_REDUCES_PER_LAYER
+        sent = sent_per_gpu_layer_bytes(hidden=spec.hidden, seq_len=spec.seq_len, micro_batch=b, tp=t)
+        per_layer = sent * reduces / ALL_REDUCES_PER_LAYER
         t_tp = per_layer * (spec.layers // p) / spec.intra_bytes_per_s
     t_pp = 0.0
     if p > 1:
-        message = activation_transfer_bytes(spec.seq_len, spec.hidden, b)
+        message = activation_transfer_bytes(hidden=spec.hidden, seq_len=spec.seq_len, micro_batch=b)
         link = spec.intra_bytes_per_s if spec.gpus <= spec.gpus_per_node else spec.inter_bytes_per_s
         one_way = message / t / link
         if t > 1 and not spec.sequence_parallel:
@@ -423,7 +428,7 @@ def _dp_link(spec: RunSpec, t: int, d: int) -> float:
     return spec.intra_bytes_per_s if inside else spec.inter_bytes_per_s
 
 
-def dp_collectives(share_params: float, dp: int, zero: int) -> tuple[tuple[str, float, str, bool], ...]:
+def dp_collectives(*, share_params: float, dp: int, zero_stage: int) -> tuple[tuple[str, float, str, bool], ...]:
     """The data-parallel collectives of one step as (op, bytes each GPU sends, the
     compute pass that hides it, whether it runs for every micro-batch rather than once
     per step), ring algorithm (``calc.collectives.ring_bytes_per_rank``) on Ψ' =
@@ -443,7 +448,7 @@ def dp_collectives(share_params: float, dp: int, zero: int) -> tuple[tuple[str, 
     """
     share = check_real("share_params", share_params, 0, MAX_PARAMS)
     d = check_int("dp", dp, 1, MAX_GPUS)
-    z = check_choice("zero", zero, STAGES)
+    z = check_choice("zero_stage", zero_stage, ZERO_STAGES)
     if d == 1:
         return ()
     grad_bytes = WEIGHT_BYTES * share
@@ -483,7 +488,7 @@ def _spec(
     params: float, layers: int, hidden: int, heads: int, seq_len: int, tokens: float,
     gpus: int, memory_bytes: float, flops_per_gpu: float, intra_bytes_per_s: float,
     inter_bytes_per_s: float, gpus_per_node: int, global_batch: int, recompute: str,
-    sequence_parallel: bool,
+    sequence_parallel: bool, optimizer_bytes: float,
 ) -> RunSpec:
     return RunSpec(
         params=check_real("params", params, 0, MAX_PARAMS, lo_inclusive=False),
@@ -501,6 +506,7 @@ def _spec(
         global_batch=check_int("global_batch", global_batch, 1, MAX_PLAN_BATCH),
         recompute=check_choice("recompute", recompute, RECOMPUTE_MODES),
         sequence_parallel=check_choice("sequence_parallel", sequence_parallel, (False, True)),
+        optimizer_bytes=check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES),
     )
 
 
@@ -510,6 +516,7 @@ def _rejected(t: int, p: int, d: int, z: int, m: int, b: int, reason: str) -> La
 
 
 def plan(
+    *,
     params: float,
     layers: int,
     hidden: int,
@@ -525,6 +532,7 @@ def plan(
     global_batch: int = 1024,
     recompute: str = "full",
     sequence_parallel: bool = False,
+    optimizer_bytes: float = OPTIMIZER_BYTES,
 ) -> Plan:
     """Every layout of ``gpus`` GPUs for a model of Ψ = ``params`` parameters (L
     ``layers``, hidden size h, a ``heads``, sequences of s = ``seq_len`` tokens) trained
@@ -532,7 +540,9 @@ def plan(
     ``memory_bytes`` sustaining X = ``flops_per_gpu`` while they compute; links of
     ``intra_bytes_per_s`` inside a node and ``inter_bytes_per_s`` between nodes (per
     GPU, one direction); ``recompute`` one of none, selective, full (Korthikanti et al.
-    2022); ``sequence_parallel`` as Korthikanti et al. 2022, Sec. 4.2.2.
+    2022); ``sequence_parallel`` as Korthikanti et al. 2022, Sec. 4.2.2;
+    ``optimizer_bytes`` K, the optimizer's bytes per parameter (12 for mixed-precision
+    Adam, Rajbhandari et al. 2019, Sec. 3.1).
 
     The enumeration, rejection rules, time and memory model are those of the module
     docstring. Per (t, p) the terms that do not depend on the ZeRO stage or m are
@@ -544,7 +554,7 @@ def plan(
     """
     spec = _spec(params, layers, hidden, heads, seq_len, tokens, gpus, memory_bytes, flops_per_gpu,
                  intra_bytes_per_s, inter_bytes_per_s, gpus_per_node, global_batch, recompute,
-                 sequence_parallel)
+                 sequence_parallel, optimizer_bytes)
     steps = spec.steps
     k = flops_per_param_per_token(spec.recompute)
     feasible: list[Layout] = []
@@ -555,18 +565,18 @@ def plan(
         ms = microbatch_counts(big_b, d)
         reason = _structural(t, p, d, a, l, big_b, g)
         if reason:
-            for z in STAGES:
+            for z in ZERO_STAGES:
                 for m in ms or (0,):
                     rejected.append(_rejected(t, p, d, z, m, big_b // (d * m) if m else 0, reason))
-            counts[reason] += len(STAGES) * max(1, len(ms))
+            counts[reason] += len(ZERO_STAGES) * max(1, len(ms))
             continue
-        allowed = [z for z in STAGES if z < 2 or p == 1]
+        allowed = [z for z in ZERO_STAGES if z < 2 or p == 1]
         states = {z: _state(spec, t, p, d, z) for z in allowed}
-        colls = {z: dp_collectives(spec.params / (t * p), d, z) for z in allowed}
+        colls = {z: dp_collectives(share_params=spec.params / (t * p), dp=d, zero_stage=z) for z in allowed}
         link = _dp_link(spec, t, d)
         per_m = {m: (_activations(spec, t, p, m, big_b // (d * m)),
                      _per_microbatch(spec, t, p, big_b // (d * m))) for m in ms}
-        for z in STAGES:
+        for z in ZERO_STAGES:
             for m in ms:
                 b = big_b // (d * m)
                 if z >= 2 and p > 1:
@@ -586,5 +596,5 @@ def plan(
                 else:
                     rejected.append(layout)
                     counts["memory"] += 1
-    feasible.sort(key=lambda x: (float(f"{x.run_s:.9e}"), x.zero, x.tp, x.pp, x.microbatches))
+    feasible.sort(key=lambda x: (float(f"{x.run_s:.9e}"), x.zero_stage, x.tp, x.pp, x.microbatches))
     return Plan(spec, tuple(feasible), tuple(rejected), tuple(counts.items()))

@@ -18,6 +18,7 @@ from ._check import (
     MAX_FLOPS_PER_S,
     MAX_GPUS,
     MAX_HIDDEN,
+    MAX_OPTIMIZER_BYTES,
     MAX_PARAMS,
     MAX_SEQ_LEN,
     check_int,
@@ -26,10 +27,9 @@ from ._check import (
 from .collectives import bus_factor
 from .compute import FLOPS_PER_PARAM_PER_TOKEN
 from .hardware import GPUS, LINKS
-from .memory import STATE_BYTES
+from .memory import ACTIVATION_BYTES, GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 
 __all__ = [
-    "ACTIVATION_BYTES",
     "ALL_REDUCES_PER_LAYER",
     "comm_over_compute",
     "comm_seconds",
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 ALL_REDUCES_PER_LAYER = 4  # Shoeybi et al. 2019, Sec. 3 / Fig. 4: 2 forward + 2 backward
-ACTIVATION_BYTES = 2  # fp16/bf16 activations
 _FLOPS = GPUS["illustrative"].flops_per_s  # 150e12, seed 000 (illustrative)
 _NVLINK = LINKS["nvlink"].bytes_per_s  # 450e9, seed 000
 
@@ -57,15 +56,18 @@ def weights_per_gpu_layer(layer_params: float, tp: int) -> float:
     return p / _tp(tp)
 
 
-def state_per_gpu_bytes(params: float, tp: int) -> float:
-    """Training state per GPU: 16Ψ / t (ZeRO Sec. 3.1 bytes, split t ways).
-    Llama 2 7B, t = 4: 26.95e9."""
+def state_per_gpu_bytes(
+    *, params: float, tp: int, optimizer_bytes: float = OPTIMIZER_BYTES
+) -> float:
+    """Training state per GPU: (2 + 2 + K)Ψ / t = 16Ψ / t, K = ``optimizer_bytes``
+    (ZeRO Sec. 3.1 bytes, split t ways). Llama 2 7B, t = 4: 26.95e9."""
     p = check_real("params", params, 0, MAX_PARAMS)
-    return STATE_BYTES * p / _tp(tp)
+    k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
+    return (WEIGHT_BYTES + GRAD_BYTES + k) * p / _tp(tp)
 
 
 def sent_per_gpu_layer_bytes(
-    seq_len: int, hidden: int, tp: int, micro_batch: int = 1
+    *, hidden: int, seq_len: int, micro_batch: int = 1, tp: int
 ) -> float:
     """Bytes each GPU sends per layer, forward and backward, for b sequences:
 
@@ -74,8 +76,8 @@ def sent_per_gpu_layer_bytes(
     (Shoeybi et al. 2019 Fig. 4; ring cost from nccl-tests PERFORMANCE.md).
     Llama 2 7B (s = h = 4096), t = 4, b = 1: 201.3e6.
     """
-    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     message = float(s) * b * h * ACTIVATION_BYTES
     return ALL_REDUCES_PER_LAYER * bus_factor("all_reduce", _tp(tp)) * message
@@ -90,11 +92,12 @@ def comm_seconds(sent_bytes: float, bytes_per_s: float = _NVLINK) -> float:
 
 
 def compute_seconds_per_layer(
+    *,
     layer_params: float,
-    tp: int,
     seq_len: int,
-    flops_per_gpu: float = _FLOPS,
     micro_batch: int = 1,
+    tp: int,
+    flops_per_gpu: float = _FLOPS,
 ) -> float:
     """Forward + backward compute of one layer on one GPU for b sequences:
     6 · (layer params / t) · s · b / F (Kaplan et al. 2020 Sec. 2.1, split t ways).
@@ -107,15 +110,19 @@ def compute_seconds_per_layer(
 
 
 def comm_over_compute(
+    *,
     layer_params: float,
-    seq_len: int,
     hidden: int,
+    seq_len: int,
     tp: int,
     bytes_per_s: float = _NVLINK,
     flops_per_gpu: float = _FLOPS,
 ) -> float:
     """Ratio of a layer's all-reduce time to its compute time on one GPU (the
     micro-batch size cancels). Llama 2 7B, t = 4, NVLink: 0.054; 0 for t = 1."""
-    comm = comm_seconds(sent_per_gpu_layer_bytes(seq_len, hidden, tp), bytes_per_s)
-    compute = compute_seconds_per_layer(layer_params, tp, seq_len, flops_per_gpu)
+    sent = sent_per_gpu_layer_bytes(hidden=hidden, seq_len=seq_len, tp=tp)
+    comm = comm_seconds(sent, bytes_per_s)
+    compute = compute_seconds_per_layer(
+        layer_params=layer_params, seq_len=seq_len, tp=tp, flops_per_gpu=flops_per_gpu
+    )
     return comm / compute if compute > 0 else 0.0

@@ -50,7 +50,7 @@ def test_bandwidth_arithmetic_of_a_benchmark() -> None:
     """nccl-tests: algbw = S/t, busbw = algbw × factor. 1 GB all-reduced on 8 ranks
     in 10 ms: algbw 100 GB/s, busbw 175 GB/s."""
     assert algbw(1e9, 0.01) == pytest.approx(100e9)
-    assert busbw("all_reduce", 8, 1e9, 0.01) == pytest.approx(175e9)
+    assert busbw("all_reduce", ranks=8, size_bytes=1e9, time_s=0.01) == pytest.approx(175e9)
     assert transfer_seconds(50e9, 50e9) == 1.0
 
 

@@ -23,7 +23,7 @@ def test_eight_gpus_take_128_sequences_each() -> None:
 
 def test_eight_gpus_compute_a_step_in_141_seconds() -> None:
     """`dp.compute_time`: 6 × 6.74e9 × 4,194,304 / 8 / 150e12 = 141.3 s (2.4 min)."""
-    assert dp.compute_seconds(PSI_7B, 8) == pytest.approx(141.3, rel=1e-3)
+    assert dp.compute_seconds(params=PSI_7B, dp=8) == pytest.approx(141.3, rel=1e-3)
 
 
 def test_ring_all_reduce_sends_23_6_gb_per_gpu() -> None:
@@ -34,7 +34,7 @@ def test_ring_all_reduce_sends_23_6_gb_per_gpu() -> None:
 
 def test_all_reduce_takes_0_47_s_at_50_gb_per_s() -> None:
     """`dp.comm_time`: 23.59e9 / 50e9 = 0.4718 s."""
-    assert dp.comm_seconds(PSI_7B, 8) == pytest.approx(0.4718, rel=1e-3)
+    assert dp.comm_seconds(params=PSI_7B, dp=8) == pytest.approx(0.4718, rel=1e-3)
 
 
 def test_sent_bytes_barely_grow_with_n_and_stay_below_twice_the_gradient() -> None:

@@ -53,6 +53,15 @@ def test_zero_parameters_need_zero_bytes() -> None:
     assert training_state_bytes(0) == 0.0
 
 
+def test_optimizer_bytes_is_k() -> None:
+    """K = 12 by default (ZeRO Sec. 3.1: KΨ); another K, here 6, gives (2 + 2 + K)Ψ."""
+    assert training_state(PSI_7B, optimizer_bytes=OPTIMIZER_BYTES) == training_state(PSI_7B)
+    assert training_state_bytes(PSI_7B, optimizer_bytes=6) == pytest.approx(10 * PSI_7B)
+    assert training_state(PSI_7B, optimizer_bytes=6).optimizer == pytest.approx(6 * PSI_7B)
+    with pytest.raises(ValueError, match="^optimizer_bytes must be"):
+        training_state_bytes(PSI_7B, optimizer_bytes=100)
+
+
 def test_4_bit_weights_of_llama2_7b_take_3_4_gb() -> None:
     """`why.weights_int4_bytes`: QLoRA's 4-bit base weights, 0.5 bytes per parameter;
     16-bit weights are the 13.5 GB of the state breakdown."""

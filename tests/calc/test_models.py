@@ -69,7 +69,7 @@ def test_gpt3_count_agrees_with_megatron_eq2() -> None:
     """Eq. 2 with GPT-3's V and s differs from the exact count only by the final
     LayerNorm (2h)."""
     m = MODELS["gpt3-175b"]
-    eq2 = megatron_param_count(m.layers, m.hidden, m.vocab, m.seq_len)
+    eq2 = megatron_param_count(layers=m.layers, hidden=m.hidden, vocab=m.vocab, seq_len=m.seq_len)
     assert eq2 == pytest.approx(param_count(m) - 2 * m.hidden, rel=1e-12)
 
 
@@ -111,7 +111,8 @@ def test_megatron_table1_parameter_counts_follow_eq2(row: tuple) -> None:
     """Narayanan et al. 2021, Table 1: Eq. 2 reproduces each model's size to the
     table's 0.1B rounding."""
     billions, _, hidden, layers, *_ = row
-    assert megatron_param_count(layers, hidden, V, S) / 1e9 == pytest.approx(billions, abs=0.051)
+    assert megatron_param_count(layers=layers, hidden=hidden, vocab=V, seq_len=S) / 1e9 == pytest.approx(
+        billions, abs=0.051)
 
 
 @pytest.mark.parametrize("row", MEGATRON_TABLE_1, ids=lambda r: f"{r[0]}B")
@@ -133,12 +134,13 @@ def test_megatron_eq3_is_four_passes_of_the_layers_plus_the_logits(row: tuple) -
     _, _, h, l, _, _, _, b, _, _ = row
     layers = 24 * b * S * l * h * h + 4 * b * S * S * l * h
     logits = 6 * b * S * h * V
-    with_recompute = megatron_flops_per_iteration(b, S, l, h, V)
+    shape = dict(layers=l, hidden=h, vocab=V, seq_len=S)
+    with_recompute = megatron_flops_per_iteration(**shape, global_batch=b)
     assert with_recompute == pytest.approx(4 * layers + logits, rel=1e-12)
-    assert megatron_flops_per_iteration(b, S, l, h, V, recompute=False) == pytest.approx(
+    assert megatron_flops_per_iteration(**shape, global_batch=b, recompute="none") == pytest.approx(
         3 * layers + logits, rel=1e-12
     )
-    p = megatron_param_count(l, h, V, S)
+    p = megatron_param_count(**shape)
     if h >= 8192:
         assert with_recompute == pytest.approx(8 * b * S * p, rel=0.04)
 
@@ -146,19 +148,38 @@ def test_megatron_eq3_is_four_passes_of_the_layers_plus_the_logits(row: tuple) -
 def test_megatron_eq4_gpt3_trains_in_34_days() -> None:
     """Narayanan et al. 2021, Sec. 5.1 / Eq. 4: GPT-3 (175B) on 300B tokens with 1,024
     A100s at 140 TFLOP/s per GPU takes 8TP/(nX) = 34 days."""
-    assert megatron_training_seconds(175e9, 300e9, 1024, 140e12) / DAY == pytest.approx(34, abs=0.5)
+    seconds = megatron_training_seconds(params=175e9, tokens=300e9, gpus=1024, flops_per_gpu=140e12)
+    assert seconds / DAY == pytest.approx(34, abs=0.5)
 
 
 def test_megatron_eq4_trillion_parameter_model_trains_in_84_days() -> None:
     """Same section: the 1T model on 450B tokens, 3,072 GPUs at 163 TFLOP/s: 84 days."""
-    seconds = megatron_training_seconds(1008e9, 450e9, 3072, 163e12)
+    seconds = megatron_training_seconds(params=1008e9, tokens=450e9, gpus=3072, flops_per_gpu=163e12)
     assert seconds / DAY == pytest.approx(84, abs=0.5)
 
 
 def test_megatron_eq2_and_eq3_expand_as_written() -> None:
     """Eq. 2: P = 12lh² + 13lh + (V + s)h."""
     l, h = 96, 12288
-    assert megatron_param_count(l, h, V, S) == pytest.approx(
+    assert megatron_param_count(layers=l, hidden=h, vocab=V, seq_len=S) == pytest.approx(
         12 * l * h * h + 13 * l * h + (V + S) * h, rel=1e-12
     )
-    assert math.isfinite(megatron_flops_per_iteration(1, 1, 1, 1, 1))
+    assert math.isfinite(megatron_flops_per_iteration(layers=1, hidden=1, vocab=1, seq_len=1, global_batch=1))
+
+
+def test_parameter_counts_are_whole_numbers() -> None:
+    """Eq. 2 expanded, 12lh² + 13lh + (V + s)h, is an int like the exact counts."""
+    l, h = 96, 12288
+    eq2 = megatron_param_count(layers=l, hidden=h, vocab=V, seq_len=S)
+    assert type(eq2) is int and eq2 == 12 * l * h * h + 13 * l * h + (V + S) * h
+    assert all(type(param_count(m)) is int for m in MODELS.values())
+
+
+def test_recompute_is_a_mode_as_in_activations() -> None:
+    """The same three modes as ``calc.activations.RECOMPUTE_MODES``; a bool is refused."""
+    shape = dict(layers=96, hidden=12288, vocab=V, seq_len=S, global_batch=1536)
+    none, selective, full = (megatron_flops_per_iteration(**shape, recompute=r)
+                             for r in ("none", "selective", "full"))
+    assert none < selective < full
+    with pytest.raises(ValueError, match="^recompute must be one of none, selective, full"):
+        megatron_flops_per_iteration(**shape, recompute=True)  # type: ignore[arg-type]

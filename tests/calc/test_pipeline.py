@@ -17,21 +17,21 @@ GRID = [(p, m) for p in range(1, 9) for m in range(1, 33)]
 def test_four_stages_four_microbatches_idle_43_percent() -> None:
     """`pp.bubble` at the default: (p − 1)/(m + p − 1) = 3/7 = 0.4286; each stage is
     busy 12 of 21 time units (backward = 2 × forward)."""
-    assert pp.bubble_fraction(4, 4) == pytest.approx(0.4286, abs=5e-5)
-    assert pp.busy_units(4) == 12
-    assert pp.total_units(4, 4) == 21
+    assert pp.bubble_fraction_of_time(pp=4, microbatches=4) == pytest.approx(0.4286, abs=5e-5)
+    assert pp.busy_units(microbatches=4) == 12
+    assert pp.total_units(pp=4, microbatches=4) == 21
 
 
 def test_each_of_four_stages_holds_8_layers_and_27_gb() -> None:
     """`pp.layers_per_gpu` = 8 (L0–7 … L24–31), `pp.state_per_gpu_bytes` = 16Ψ/4."""
     assert pp.layers_per_stage(M.layers, 4) == 8
     assert pp.stage_layers(M.layers, 4) == ((0, 7), (8, 15), (16, 23), (24, 31))
-    assert pp.state_per_gpu_bytes(PSI_7B, 4) == pytest.approx(26.96e9, rel=1e-3)
+    assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4) == pytest.approx(26.96e9, rel=1e-3)
 
 
 def test_stages_pass_34_mb_of_activations() -> None:
     """`pp.activation_transfer_bytes`: one 4,096-token sequence, s·h·2 = 33.55e6."""
-    assert pp.activation_transfer_bytes(M.seq_len, M.hidden) == pytest.approx(33.55e6, rel=1e-3)
+    assert pp.activation_transfer_bytes(hidden=M.hidden, seq_len=M.seq_len) == pytest.approx(33.55e6, rel=1e-3)
 
 
 def test_uneven_layers_give_the_first_stages_one_more() -> None:
@@ -43,20 +43,20 @@ def test_megatron_bubble_relative_to_ideal() -> None:
     """Narayanan et al. 2021, Sec. 2.2.1: bubble time / ideal time = (p − 1)/m; Sec.
     2.2.2: (p − 1)/(v·m) with v chunks; the fraction of the total is f = x/(1 + x)."""
     for p, m in GRID:
-        x = pp.bubble_over_ideal(p, m)
+        x = pp.bubble_over_ideal_time(pp=p, microbatches=m)
         assert x == pytest.approx((p - 1) / m)
-        assert pp.bubble_fraction(p, m) == pytest.approx(x / (1 + x))
+        assert pp.bubble_fraction_of_time(pp=p, microbatches=m) == pytest.approx(x / (1 + x))
         for v in (2, 4):
-            xv = pp.bubble_over_ideal(p, m, v)
+            xv = pp.bubble_over_ideal_time(pp=p, microbatches=m, chunks=v)
             assert xv == pytest.approx((p - 1) / (v * m))
-            assert pp.bubble_fraction(p, m, v) == pytest.approx(xv / (1 + xv))
+            assert pp.bubble_fraction_of_time(pp=p, microbatches=m, chunks=v) == pytest.approx(xv / (1 + xv))
 
 
 def test_in_flight_microbatches() -> None:
     """GPipe keeps all m micro-batches' activations, 1F1B at most p (Sec. 2.2.1)."""
-    assert pp.in_flight_microbatches(4, 32, "gpipe") == 32
-    assert pp.in_flight_microbatches(4, 32, "1f1b") == 4
-    assert pp.in_flight_microbatches(8, 3, "1f1b") == 3
+    assert pp.in_flight_microbatches(pp=4, microbatches=32, schedule="gpipe") == 32
+    assert pp.in_flight_microbatches(pp=4, microbatches=32, schedule="1f1b") == 4
+    assert pp.in_flight_microbatches(pp=8, microbatches=3, schedule="1f1b") == 3
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
@@ -65,19 +65,19 @@ def test_simulated_bubble_is_p_minus_1_over_m_plus_p_minus_1(schedule: str) -> N
     (p − 1)/(m + p − 1) of the time (GPipe Sec. 2.3; Narayanan et al. 2021 Sec. 2.2.1),
     and lasts (m + p − 1)(t_f + t_b)."""
     for p, m in GRID:
-        s = summarize_schedule(simulate_schedule(p, m, schedule))
-        assert s.bubble_fraction == pytest.approx(pp.bubble_fraction(p, m), abs=1e-12)
-        assert s.total_time == pp.total_units(p, m)
-        assert s.busy_time == pp.busy_units(m)
+        s = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule=schedule))
+        assert s.bubble_fraction_of_time == pytest.approx(pp.bubble_fraction_of_time(pp=p, microbatches=m), abs=1e-12)
+        assert s.total_time == pp.total_units(pp=p, microbatches=m)
+        assert s.busy_time == pp.busy_units(microbatches=m)
 
 
 def test_gpipe_holds_m_and_1f1b_at_most_p_microbatches() -> None:
     """Peak activations in flight: GPipe m on every stage; 1F1B min(p − s, m) on stage
     s, so at most p (Narayanan et al. 2021 Sec. 2.2.1)."""
     for p, m in GRID:
-        gpipe = summarize_schedule(simulate_schedule(p, m, "gpipe")).peak_in_flight
+        gpipe = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="gpipe")).peak_in_flight
         assert gpipe == tuple(float(m) for _ in range(p))
-        one_f_one_b = summarize_schedule(simulate_schedule(p, m, "1f1b")).peak_in_flight
+        one_f_one_b = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="1f1b")).peak_in_flight
         assert one_f_one_b == tuple(float(min(p - s, m)) for s in range(p))
         assert max(one_f_one_b) <= p
 
@@ -90,9 +90,11 @@ def test_interleaving_divides_the_bubble_by_v(v: int) -> None:
     for p, m in GRID:
         if m < p:
             continue
-        s = summarize_schedule(simulate_schedule(p, m, "interleaved", v))
-        assert s.bubble_over_ideal == pytest.approx(pp.bubble_over_ideal(p, m, v), abs=1e-9)
-        assert s.bubble_fraction == pytest.approx(pp.bubble_fraction(p, m, v), abs=1e-9)
+        s = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="interleaved", chunks=v))
+        assert s.bubble_over_ideal_time == pytest.approx(
+            pp.bubble_over_ideal_time(pp=p, microbatches=m, chunks=v), abs=1e-9)
+        assert s.bubble_fraction_of_time == pytest.approx(
+            pp.bubble_fraction_of_time(pp=p, microbatches=m, chunks=v), abs=1e-9)
 
 
 def test_interleaving_never_loses_to_1f1b() -> None:
@@ -100,22 +102,23 @@ def test_interleaving_never_loses_to_1f1b() -> None:
     interleaved schedule's bubble is at most 1F1B's."""
     for p, m in GRID:
         if m < p:
-            inter = summarize_schedule(simulate_schedule(p, m, "interleaved", 2)).bubble_fraction
-            assert inter <= pp.bubble_fraction(p, m) + 1e-12
+            events = simulate_schedule(pp=p, microbatches=m, schedule="interleaved", chunks=2)
+            inter = summarize_schedule(events).bubble_fraction_of_time
+            assert inter <= pp.bubble_fraction_of_time(pp=p, microbatches=m) + 1e-12
 
 
 def test_interleaving_costs_activation_memory() -> None:
     """Korthikanti et al. 2022 Sec. 4.2.3: with interleaving the first stage holds
     p·(1 + (p − 1)/(p·v)) micro-batches' worth of activations instead of p."""
     for p, v in [(4, 2), (8, 2), (4, 4), (8, 3)]:
-        s = summarize_schedule(simulate_schedule(p, 4 * p, "interleaved", v))
+        s = summarize_schedule(simulate_schedule(pp=p, microbatches=4 * p, schedule="interleaved", chunks=v))
         assert s.peak_in_flight[0] == pytest.approx(p * (1 + (p - 1) / (p * v)))
 
 
 def test_the_seed_gpipe_chart() -> None:
     """Seed 000's chart: each stage runs forwards 1-4 then backwards 1-4 in 21 units;
     stage 0 starts its first backward at 4 + 3 + 3·2 = 13."""
-    events = simulate_schedule(4, 4, "gpipe")
+    events = simulate_schedule(pp=4, microbatches=4, schedule="gpipe")
     assert all(isinstance(e, ScheduleEvent) for e in events)
     assert len(events) == 4 * 4 * 2
     stage0 = [e for e in events if e.stage == 0]
@@ -132,7 +135,7 @@ def test_dependencies_hold_in_every_schedule() -> None:
     stage's backward, and a stage runs one pass at a time."""
     for schedule, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 3)):
         p, m = 4, 8
-        events = simulate_schedule(p, m, schedule, chunks=max(v, 2))
+        events = simulate_schedule(pp=p, microbatches=m, schedule=schedule, chunks=max(v, 2))
         end = {(e.kind, e.microbatch, e.chunk, e.stage): e.end for e in events}
         for e in events:
             if e.kind == "F" and (e.stage, e.chunk) != (0, 0):
@@ -148,17 +151,23 @@ def test_dependencies_hold_in_every_schedule() -> None:
 
 def test_custom_pass_times() -> None:
     """With t_b = t_f the GPipe step is 2(m + p − 1) units."""
-    s = summarize_schedule(simulate_schedule(3, 5, "gpipe", fwd=1, bwd=1))
+    s = summarize_schedule(simulate_schedule(pp=3, microbatches=5, schedule="gpipe", fwd=1, bwd=1))
     assert s.total_time == 2 * (5 + 3 - 1)
-    assert summarize_schedule(simulate_schedule(3, 5, "1f1b", fwd=0.1, bwd=0.3)).bubble_fraction == pytest.approx(
-        2 / 7
-    )
+    events = simulate_schedule(pp=3, microbatches=5, schedule="1f1b", fwd=0.1, bwd=0.3)
+    assert summarize_schedule(events).bubble_fraction_of_time == pytest.approx(2 / 7)
 
 
 def test_simulator_limits() -> None:
     with pytest.raises(ValueError, match="chunks must be an integer from 2 to 8"):
-        simulate_schedule(4, 4, "interleaved", chunks=1)
+        simulate_schedule(pp=4, microbatches=4, schedule="interleaved", chunks=1)
     with pytest.raises(ValueError, match="schedule must be one of gpipe, 1f1b, interleaved"):
-        simulate_schedule(4, 4, "zb")
+        simulate_schedule(pp=4, microbatches=4, schedule="zb")
     with pytest.raises(ValueError, match="events must be"):
         summarize_schedule([])
+
+
+def test_optimizer_bytes_is_k() -> None:
+    """(2 + 2 + K)Ψ/p: K = 12 by default (ZeRO Sec. 3.1)."""
+    assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4, optimizer_bytes=12) == pp.state_per_gpu_bytes(
+        params=PSI_7B, pp=4)
+    assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4, optimizer_bytes=4) == pytest.approx(8 * PSI_7B / 4)

@@ -41,7 +41,7 @@ MEGATRON_TABLE_1 = [
 
 def table1_plan(row: tuple, **over: Any) -> pl.Plan:
     _, heads, hidden, layers, _, _, gpus, batch, tflops = row
-    kw = dict(params=megatron_param_count(layers, hidden, V, S), layers=layers, hidden=hidden,
+    kw = dict(params=megatron_param_count(layers=layers, hidden=hidden, vocab=V, seq_len=S), layers=layers, hidden=hidden,
               heads=heads, seq_len=S, tokens=300e9, gpus=gpus, flops_per_gpu=tflops * 1e12,
               global_batch=batch, recompute="full", **A100)
     return pl.plan(**{**kw, **over})
@@ -50,7 +50,7 @@ def table1_plan(row: tuple, **over: Any) -> pl.Plan:
 def gpt3_plan(**over: Any) -> pl.Plan:
     """GPT-3 175B, 300B tokens, 1,024 A100s, B = 1,536, X = 140 TFLOP/s (Narayanan et
     al. 2021, Sec. 5.1, the "34 days" estimate)."""
-    kw = dict(params=megatron_param_count(96, 12288, V, S), layers=96, hidden=12288, heads=96,
+    kw = dict(params=megatron_param_count(layers=96, hidden=12288, vocab=V, seq_len=S), layers=96, hidden=12288, heads=96,
               seq_len=S, tokens=300e9, gpus=1024, flops_per_gpu=140e12, global_batch=1536,
               recompute="full", **A100)
     return pl.plan(**{**kw, **over})
@@ -59,7 +59,7 @@ def gpt3_plan(**over: Any) -> pl.Plan:
 def trillion_plan(**over: Any) -> pl.Plan:
     """The 1T model (Table 1, last row), 450B tokens, 3,072 A100s, B = 3,072, X = 163
     TFLOP/s (Sec. 5.1, the "84 days" estimate)."""
-    kw = dict(params=megatron_param_count(128, 25600, V, S), layers=128, hidden=25600, heads=160,
+    kw = dict(params=megatron_param_count(layers=128, hidden=25600, vocab=V, seq_len=S), layers=128, hidden=25600, heads=160,
               seq_len=S, tokens=450e9, gpus=3072, flops_per_gpu=163e12, global_batch=3072,
               recompute="full", **A100)
     return pl.plan(**{**kw, **over})
@@ -83,7 +83,7 @@ def test_every_table1_layout_fits_on_80gb_a100s(row: tuple) -> None:
     2021 runs had none): some micro-batch count fits in 80 GB."""
     _, _, _, _, tp, pp, gpus, _, _ = row
     plan = table1_plan(row)
-    ours = [x for x in plan.layouts if (x.tp, x.pp, x.zero) == (tp, pp, 0)]
+    ours = [x for x in plan.layouts if (x.tp, x.pp, x.zero_stage) == (tp, pp, 0)]
     assert ours and all(x.dp == gpus // (tp * pp) for x in ours)
     fitting = [x for x in ours if x.fits]
     assert fitting, [(x.microbatches, x.reason, x.memory_bytes) for x in ours]
@@ -99,7 +99,7 @@ def test_gpt3_175b_takes_34_days_as_narayanan_et_al_estimate() -> None:
     assert best is not None
     days = best.run_s / DAY
     assert days == pytest.approx(34, rel=0.05)
-    eq4 = megatron_training_seconds(175e9, 300e9, 1024, 140e12)
+    eq4 = megatron_training_seconds(params=175e9, tokens=300e9, gpus=1024, flops_per_gpu=140e12)
     assert eq4 / DAY == pytest.approx(34, rel=0.01)
     assert best.run_s == pytest.approx(eq4, rel=0.05)
     # the planner never beats the bubble- and communication-free time
@@ -110,13 +110,15 @@ def test_one_trillion_parameters_take_84_days() -> None:
     best = trillion_plan().best
     assert best is not None
     assert best.run_s / DAY == pytest.approx(84, rel=0.05)
-    assert best.run_s == pytest.approx(megatron_training_seconds(1e12, 450e9, 3072, 163e12), rel=0.05)
+    eq4 = megatron_training_seconds(params=1e12, tokens=450e9, gpus=3072, flops_per_gpu=163e12)
+    assert best.run_s == pytest.approx(eq4, rel=0.05)
 
 
 def test_ideal_time_with_full_recomputation_is_megatron_eq4() -> None:
     spec = gpt3_plan().spec
     assert spec.ideal_seconds == pytest.approx(
-        megatron_training_seconds(spec.params, spec.tokens, spec.gpus, spec.flops_per_gpu), rel=1e-12)
+        megatron_training_seconds(params=spec.params, tokens=spec.tokens, gpus=spec.gpus,
+                                  flops_per_gpu=spec.flops_per_gpu), rel=1e-12)
     assert llama_plan().spec.ideal_seconds == pytest.approx(
         6 * param_count(MODELS["llama2-7b"]) * 2e12 / (256 * 150e12), rel=1e-12)
 
@@ -139,7 +141,8 @@ def test_selene_links_are_the_sourced_a100_figures() -> None:
 
 def test_megatron_1t_preset_matches_eq2() -> None:
     model = MEGATRON_MODELS["megatron-1t"]
-    assert param_count(model) == pytest.approx(megatron_param_count(128, 25600, V, S) + 2 * 25600, rel=1e-12)
+    eq2 = megatron_param_count(layers=128, hidden=25600, vocab=V, seq_len=S)
+    assert param_count(model) == pytest.approx(eq2 + 2 * 25600, rel=1e-12)
     assert param_count(model) / 1e9 == pytest.approx(1008.0, abs=0.05)
 
 
@@ -166,7 +169,7 @@ def brute_force_count(gpus: int, batch: int) -> int:
 def test_candidate_count_matches_an_independent_enumeration(gpus: int, batch: int) -> None:
     plan = llama_plan(gpus=gpus, global_batch=batch)
     assert len(plan.layouts) == brute_force_count(gpus, batch)
-    keys = [(x.tp, x.pp, x.zero, x.microbatches) for x in plan.layouts]
+    keys = [(x.tp, x.pp, x.zero_stage, x.microbatches) for x in plan.layouts]
     assert len(keys) == len(set(keys))
     assert len(plan.feasible) + len(plan.rejected) == len(plan.layouts)
     assert sum(n for _, n in plan.counts) == len(plan.rejected)
@@ -192,16 +195,20 @@ def test_every_layout_has_exactly_one_verdict(plan: pl.Plan) -> None:
 
 
 def test_the_first_failing_rule_is_the_reason() -> None:
-    spec = dict(heads=32, layers=32, global_batch=1024, gpus_per_node=8)
-    assert pl.reject_reason(64, 1, 4, 0, **spec) == "tp_heads"
-    assert pl.reject_reason(16, 1, 16, 0, **spec) == "tp_node"  # 16 divides 32 heads
-    assert pl.reject_reason(8, 3, 8, 0, **spec) == "pp_layers"
-    assert pl.reject_reason(8, 64, 1, 0, **spec) == "pp_layers"  # more stages than layers
-    assert pl.reject_reason(1, 1, 3, 0, **spec) == "batch"
-    assert pl.reject_reason(8, 2, 8, 2, **spec) == "zero_pp"
-    assert pl.reject_reason(8, 2, 8, 1, **spec) == ""
-    assert pl.reject_reason(8, 1, 8, 3, **spec) == ""
-    assert pl.reject_reason(64, 3, 1, 3, **spec) == "tp_heads"  # several apply: the first
+    spec = dict(layers=32, heads=32, global_batch=1024, gpus_per_node=8)
+
+    def reason(tp: int, pp: int, dp: int, zero_stage: int) -> str:
+        return pl.reject_reason(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, **spec)
+
+    assert reason(64, 1, 4, 0) == "tp_heads"
+    assert reason(16, 1, 16, 0) == "tp_node"  # 16 divides 32 heads
+    assert reason(8, 3, 8, 0) == "pp_layers"
+    assert reason(8, 64, 1, 0) == "pp_layers"  # more stages than layers
+    assert reason(1, 1, 3, 0) == "batch"
+    assert reason(8, 2, 8, 2) == "zero_pp"
+    assert reason(8, 2, 8, 1) == ""
+    assert reason(8, 1, 8, 3) == ""
+    assert reason(64, 3, 1, 3) == "tp_heads"  # several apply: the first
 
 
 def test_a_batch_that_does_not_split_gives_one_layout_per_stage_with_no_microbatch() -> None:
@@ -212,7 +219,7 @@ def test_a_batch_that_does_not_split_gives_one_layout_per_stage_with_no_microbat
     assert {x.reason for x in odd} <= {"tp_heads", "tp_node", "pp_layers", "batch"}
     assert all(x.reason == "batch" for x in odd if x.tp <= 8 and 32 % x.pp == 0)
     for t, p, d in {(x.tp, x.pp, x.dp) for x in odd}:
-        assert sorted(x.zero for x in odd if (x.tp, x.pp) == (t, p)) == [0, 1, 2, 3]
+        assert sorted(x.zero_stage for x in odd if (x.tp, x.pp) == (t, p)) == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("make", [llama_plan, gpt3_plan], ids=["7b", "gpt3"])
@@ -220,7 +227,7 @@ def test_more_gpu_memory_never_rejects_more_layouts(make: Any) -> None:
     previous: set | None = None
     for memory in (16e9, 24e9, 40e9, 48e9, 80e9, 94e9, 141e9, 192e9):
         plan = make(memory_bytes=memory)
-        ok = {(x.tp, x.pp, x.zero, x.microbatches) for x in plan.feasible}
+        ok = {(x.tp, x.pp, x.zero_stage, x.microbatches) for x in plan.feasible}
         if previous is not None:
             assert previous <= ok
         previous = ok
@@ -229,7 +236,7 @@ def test_more_gpu_memory_never_rejects_more_layouts(make: Any) -> None:
 @pytest.mark.parametrize("make", [llama_plan, gpt3_plan], ids=["7b", "gpt3"])
 def test_zero3_never_needs_more_memory_than_zero2(make: Any) -> None:
     plan = make()
-    by_key = {(x.tp, x.pp, x.zero, x.microbatches): x for x in plan.layouts if x.evaluated}
+    by_key = {(x.tp, x.pp, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
     pairs = [(by_key[k], by_key[(k[0], k[1], 2, k[3])]) for k in by_key if k[2] == 3]
     assert pairs
     for z3, z2 in pairs:
@@ -239,7 +246,7 @@ def test_zero3_never_needs_more_memory_than_zero2(make: Any) -> None:
 
 def test_each_zero_stage_needs_no_more_memory_than_the_one_before() -> None:
     plan = llama_plan("llama2-70b")
-    by_key = {(x.tp, x.pp, x.zero, x.microbatches): x for x in plan.layouts if x.evaluated}
+    by_key = {(x.tp, x.pp, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
     for (t, p, z, m), x in by_key.items():
         if z and (t, p, z - 1, m) in by_key:
             assert x.memory_bytes <= by_key[(t, p, z - 1, m)].memory_bytes
@@ -256,7 +263,7 @@ def test_planning_is_deterministic() -> None:
 def test_one_layout_by_hand_the_3d_chapters_8_by_4_by_8() -> None:
     """Llama 2 7B, 8 TP × 4 PP × 8 DP, ZeRO-1, b = 1, m = 128, selective recomputation."""
     plan = llama_plan()
-    x = next(x for x in plan.layouts if (x.tp, x.pp, x.zero, x.microbatches) == (8, 4, 1, 128))
+    x = next(x for x in plan.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == (8, 4, 1, 128))
     psi = param_count(MODELS["llama2-7b"])
     s = h = 4096
     t_c = 6 * psi / 32 * s / 150e12
@@ -278,9 +285,24 @@ def test_one_layout_by_hand_the_3d_chapters_8_by_4_by_8() -> None:
     acts = 4 * 8 * s * h * (10 + 24 / 8)  # 4 micro-batches in flight × 8 layers, selective
     assert x.activation_bytes == pytest.approx(acts, rel=1e-12)
     assert x.memory_bytes == pytest.approx(state + acts + pl.ALLOWANCE_BYTES, rel=1e-12)
-    assert pl.layout_memory(plan.spec, 8, 4, 8, 1, 128) == (x.memory_bytes, x.state_bytes, x.activation_bytes)
-    assert pl.layout_times(plan.spec, 8, 4, 8, 1, 128) == (
+    layout = dict(tp=8, pp=4, dp=8, zero_stage=1, microbatches=128)
+    assert pl.layout_memory(plan.spec, **layout) == (x.memory_bytes, x.state_bytes, x.activation_bytes)
+    assert pl.layout_times(plan.spec, **layout) == (
         x.compute_s, x.bubble_s, x.tp_comm_s, x.pp_comm_s, x.dp_comm_s, x.step_s)
+
+
+def test_optimizer_bytes_sets_the_state_of_every_layout() -> None:
+    """K = ``optimizer_bytes`` (12 by default, ZeRO Sec. 3.1): with ZeRO-1 over d = 8 the
+    state of Ψ/(t·p) is (4 + K/8)·Ψ/32; activations do not change."""
+    key = (8, 4, 1, 128)
+    psi = param_count(MODELS["llama2-7b"])
+    default = next(x for x in llama_plan().layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
+    k6 = next(x for x in llama_plan(optimizer_bytes=6).layouts
+              if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
+    assert default == next(x for x in llama_plan(optimizer_bytes=12).layouts
+                           if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
+    assert k6.state_bytes == pytest.approx((4 + 6 / 8) * psi / 32, rel=1e-12)
+    assert k6.activation_bytes == default.activation_bytes
 
 
 def test_without_communication_the_bubble_is_the_pipeline_formula() -> None:
@@ -299,30 +321,32 @@ def test_without_communication_the_bubble_is_the_pipeline_formula() -> None:
 def test_full_recomputation_costs_a_third_more_compute_and_repeats_two_all_reduces() -> None:
     sel = llama_plan()
     full = llama_plan(recompute="full")
-    a = pl.layout_times(sel.spec, 8, 1, 32, 1, 4)
-    b = pl.layout_times(full.spec, 8, 1, 32, 1, 4)
+    layout = dict(tp=8, pp=1, dp=32, zero_stage=1, microbatches=4)
+    a = pl.layout_times(sel.spec, **layout)
+    b = pl.layout_times(full.spec, **layout)
     assert b[0] == pytest.approx(a[0] * 8 / 6, rel=1e-12)
     assert b[2] == pytest.approx(a[2] * 6 / 4, rel=1e-12)
 
 
-@pytest.mark.parametrize("zero", [0, 1, 2, 3])
-def test_dp_collectives_add_up_to_zeros_volume_with_one_microbatch(zero: int) -> None:
+@pytest.mark.parametrize("zero_stage", [0, 1, 2, 3])
+def test_dp_collectives_add_up_to_zeros_volume_with_one_microbatch(zero_stage: int) -> None:
     share, d = 1.7e9, 16
-    collectives = pl.dp_collectives(share, d, zero)
-    assert sum(b for _, b, _, _ in collectives) == pytest.approx(sent_per_gpu_bytes(share, d, zero), rel=1e-12)
+    collectives = pl.dp_collectives(share_params=share, dp=d, zero_stage=zero_stage)
+    zero_sent = sent_per_gpu_bytes(params=share, dp=d, zero_stage=zero_stage)
+    assert sum(b for _, b, _, _ in collectives) == pytest.approx(zero_sent, rel=1e-12)
     # with m micro-batches, stages 2 and 3 repeat their per-micro-batch collectives
     sent4 = sum(b * (4 if every else 1) for _, b, _, every in collectives)
-    expected = {0: 1, 1: 1, 2: 2.5, 3: 4}[zero]
-    assert sent4 == pytest.approx(expected * sent_per_gpu_bytes(share, d, zero), rel=1e-12)
-    assert pl.dp_collectives(share, 1, zero) == ()
+    expected = {0: 1, 1: 1, 2: 2.5, 3: 4}[zero_stage]
+    assert sent4 == pytest.approx(expected * zero_sent, rel=1e-12)
+    assert pl.dp_collectives(share_params=share, dp=1, zero_stage=zero_stage) == ()
 
 
 def test_data_parallel_time_is_hidden_until_it_outgrows_the_backward_pass() -> None:
     fast = llama_plan(inter_bytes_per_s=50e9)
     slow = llama_plan(inter_bytes_per_s=1e9)
     key = (1, 1, 1, 4)
-    f = next(x for x in fast.layouts if (x.tp, x.pp, x.zero, x.microbatches) == key)
-    s = next(x for x in slow.layouts if (x.tp, x.pp, x.zero, x.microbatches) == key)
+    f = next(x for x in fast.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
+    s = next(x for x in slow.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
     assert f.dp_comm_s == 0 and s.dp_comm_s > 0
     assert s.step_s == pytest.approx(f.step_s + s.dp_comm_s, rel=1e-12)
 
@@ -330,8 +354,8 @@ def test_data_parallel_time_is_hidden_until_it_outgrows_the_backward_pass() -> N
 def test_sequence_parallelism_divides_the_activations_by_t() -> None:
     off = llama_plan(recompute="selective")
     on = llama_plan(recompute="selective", sequence_parallel=True)
-    a = next(x for x in off.layouts if (x.tp, x.pp, x.zero, x.microbatches) == (8, 1, 1, 4))
-    b = next(x for x in on.layouts if (x.tp, x.pp, x.zero, x.microbatches) == (8, 1, 1, 4))
+    a = next(x for x in off.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == (8, 1, 1, 4))
+    b = next(x for x in on.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == (8, 1, 1, 4))
     assert b.activation_bytes == pytest.approx(a.activation_bytes * 34 / 8 / (10 + 24 / 8), rel=1e-12)
 
 
@@ -340,7 +364,7 @@ def test_the_default_scenario_prefers_zero1_data_parallelism() -> None:
     behind the backward pass, so plain ZeRO-1 data parallelism reaches the ideal time."""
     plan = llama_plan()
     best = plan.best
-    assert (best.tp, best.pp, best.dp, best.zero) == (1, 1, 256, 1)
+    assert (best.tp, best.pp, best.dp, best.zero_stage) == (1, 1, 256, 1)
     assert best.run_s == pytest.approx(plan.spec.ideal_seconds, rel=1e-12)
 
 
@@ -353,7 +377,8 @@ def test_nothing_fits_gives_no_best() -> None:
 
 GOOD = dict(params=6.7e9, layers=32, hidden=4096, heads=32, seq_len=4096, tokens=2e12, gpus=64,
             memory_bytes=80e9, flops_per_gpu=150e12, intra_bytes_per_s=450e9, inter_bytes_per_s=50e9,
-            gpus_per_node=8, global_batch=1024, recompute="full", sequence_parallel=False)
+            gpus_per_node=8, global_batch=1024, recompute="full", sequence_parallel=False,
+            optimizer_bytes=12.0)
 BAD = {
     float: [math.nan, math.inf, True, "8", None, -1, 1e40],
     int: [math.nan, math.inf, True, "8", None, -1, 1e40, 2.5],
@@ -375,15 +400,15 @@ def test_helpers_validate_their_arguments() -> None:
         pl.degrees(0)
     with pytest.raises(ValueError, match="^global_batch must be"):
         pl.microbatch_counts(0, 1)
-    with pytest.raises(ValueError, match="^zero must be"):
-        pl.dp_collectives(1e9, 8, 4)
+    with pytest.raises(ValueError, match="^zero_stage must be"):
+        pl.dp_collectives(share_params=1e9, dp=8, zero_stage=4)
     with pytest.raises(ValueError, match="^recompute must be"):
         pl.flops_per_param_per_token("some")
     with pytest.raises(ValueError, match="^spec must be"):
-        pl.layout_memory("spec", 1, 1, 1, 0, 1)  # type: ignore[arg-type]
+        pl.layout_memory("spec", tp=1, pp=1, dp=1, zero_stage=0, microbatches=1)  # type: ignore[arg-type]
     spec = llama_plan(gpus=8).spec
     with pytest.raises(ValueError, match="tp × pp × dp must equal gpus"):
-        pl.layout_times(spec, 2, 2, 3, 0, 1)
+        pl.layout_times(spec, tp=2, pp=2, dp=3, zero_stage=0, microbatches=1)
     with pytest.raises(ValueError, match="^reason must be"):
         llama_plan(gpus=8).count("slow")
     assert pl.degrees(12) == ((1, 1, 12), (1, 2, 6), (1, 3, 4), (1, 4, 3), (1, 6, 2), (1, 12, 1),

@@ -20,34 +20,35 @@ def test_four_way_split_puts_50_6m_weights_of_a_layer_on_each_gpu() -> None:
 
 def test_four_way_split_holds_27_gb_of_state() -> None:
     """`tp.state_per_gpu_bytes`: 16Ψ/4 = 26.96e9."""
-    assert tensor.state_per_gpu_bytes(PSI_7B, 4) == pytest.approx(26.96e9, rel=1e-3)
+    assert tensor.state_per_gpu_bytes(params=PSI_7B, tp=4) == pytest.approx(26.96e9, rel=1e-3)
 
 
 def test_four_all_reduces_per_layer_send_201_mb() -> None:
     """`tp.sent_per_gpu_layer_bytes`: 4 all-reduces (Shoeybi et al. 2019 Fig. 4: f and g,
     forward and backward) × 2(t−1)/t × 4096·4096·2 bytes = 201.3e6."""
     assert tensor.ALL_REDUCES_PER_LAYER == 4
-    assert tensor.sent_per_gpu_layer_bytes(M.seq_len, M.hidden, 4) == pytest.approx(201.3e6, rel=1e-3)
+    assert tensor.sent_per_gpu_layer_bytes(hidden=M.hidden, seq_len=M.seq_len, tp=4) == pytest.approx(201.3e6, rel=1e-3)
 
 
 def test_nvlink_moves_it_in_0_45_ms_against_8_3_ms_of_compute() -> None:
     """`tp.comm_time` 4.474e-4 s at 450 GB/s, `tp.compute_time` 8.289e-3 s at
     150 TFLOP/s, `tp.comm_over_compute` 0.054."""
-    sent = tensor.sent_per_gpu_layer_bytes(M.seq_len, M.hidden, 4)
+    sent = tensor.sent_per_gpu_layer_bytes(hidden=M.hidden, seq_len=M.seq_len, tp=4)
     assert tensor.comm_seconds(sent, LINKS["nvlink"].bytes_per_s) == pytest.approx(4.474e-4, rel=1e-3)
-    assert tensor.compute_seconds_per_layer(LAYER_7B, 4, M.seq_len) == pytest.approx(8.289e-3, rel=1e-3)
-    assert tensor.comm_over_compute(LAYER_7B, M.seq_len, M.hidden, 4) == pytest.approx(0.054, abs=0.0005)
+    assert tensor.compute_seconds_per_layer(layer_params=LAYER_7B, seq_len=M.seq_len, tp=4) == pytest.approx(8.289e-3, rel=1e-3)
+    assert tensor.comm_over_compute(layer_params=LAYER_7B, hidden=M.hidden, seq_len=M.seq_len, tp=4) == pytest.approx(0.054, abs=0.0005)
 
 
 def test_the_network_is_nine_times_slower() -> None:
     """Over the 50 GB/s network the same exchange takes 9× longer: why t stays in a node."""
-    nv = tensor.comm_over_compute(LAYER_7B, M.seq_len, M.hidden, 4, LINKS["nvlink"].bytes_per_s)
-    net = tensor.comm_over_compute(LAYER_7B, M.seq_len, M.hidden, 4, LINKS["network"].bytes_per_s)
+    layer = dict(layer_params=LAYER_7B, hidden=M.hidden, seq_len=M.seq_len, tp=4)
+    nv = tensor.comm_over_compute(**layer, bytes_per_s=LINKS["nvlink"].bytes_per_s)
+    net = tensor.comm_over_compute(**layer, bytes_per_s=LINKS["network"].bytes_per_s)
     assert net / nv == pytest.approx(9)
     assert net == pytest.approx(0.486, abs=0.001)
 
 
 def test_no_split_no_traffic_and_ratio_grows_with_t() -> None:
-    assert tensor.sent_per_gpu_layer_bytes(4096, 4096, 1) == 0
-    ratios = [tensor.comm_over_compute(LAYER_7B, 4096, 4096, t) for t in (1, 2, 4, 8)]
+    assert tensor.sent_per_gpu_layer_bytes(hidden=4096, seq_len=4096, tp=1) == 0
+    ratios = [tensor.comm_over_compute(layer_params=LAYER_7B, hidden=4096, seq_len=4096, tp=t) for t in (1, 2, 4, 8)]
     assert ratios[0] == 0 and ratios == sorted(ratios)

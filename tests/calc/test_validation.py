@@ -29,35 +29,35 @@ P = 6.7e9
 CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     models.megatron_param_count: dict(layers=96, hidden=12288, vocab=51200, seq_len=2048),
     models.megatron_flops_per_iteration: dict(
-        batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200, recompute=True
+        layers=96, hidden=12288, vocab=51200, seq_len=2048, global_batch=1536, recompute="full"
     ),
     models.get_model: dict(model="llama2-7b"),
     hardware.get_gpu: dict(gpu="h100-sxm"),
     hardware.get_link: dict(link="nvlink"),
-    memory.training_state: dict(params=P),
-    memory.training_state_bytes: dict(params=P),
+    memory.training_state: dict(params=P, optimizer_bytes=12),
+    memory.training_state_bytes: dict(params=P, optimizer_bytes=12),
     memory.weight_bytes: dict(params=P, bits=4),
     compute.training_flops: dict(params=P, tokens=2e12),
     compute.training_seconds: dict(flops=8e22, gpus=64, flops_per_gpu=150e12),
     compute.megatron_training_seconds: dict(params=P, tokens=2e12, gpus=64, flops_per_gpu=150e12),
     activations.activation_bytes_per_layer: dict(
-        seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=2, sequence_parallel=True, recompute="none"
+        hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2, sequence_parallel=True, recompute="none"
     ),
     activations.activation_bytes: dict(
-        seq_len=4096, micro_batch=1, hidden=4096, heads=32, layers=32, tp=2, sequence_parallel=False,
+        layers=32, hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2, sequence_parallel=False,
         recompute="selective",
     ),
-    activations.attention_score_factor: dict(seq_len=4096, hidden=4096, heads=32),
-    activations.attention_score_bytes_per_layer: dict(seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=2),
+    activations.attention_score_factor: dict(hidden=4096, heads=32, seq_len=4096),
+    activations.attention_score_bytes_per_layer: dict(hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2),
     activations.rematerialized_bytes: dict(
-        seq_len=4096, micro_batch=1, hidden=4096, heads=32, tp=2, sequence_parallel=True, recompute="full"
+        hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2, sequence_parallel=True, recompute="full"
     ),
     activations.peak_activation_bytes: dict(
-        seq_len=4096, micro_batch=1, hidden=4096, heads=32, layers=32, tp=2, sequence_parallel=False,
+        layers=32, hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2, sequence_parallel=False,
         recompute="full",
     ),
-    activations.recompute_overhead: dict(seq_len=4096, hidden=4096, layers=32, vocab=32000, recompute="selective"),
-    activations.selective_overhead_eq8: dict(seq_len=2048, hidden=12288, layers=96, vocab=51200),
+    activations.recompute_overhead: dict(layers=32, hidden=4096, vocab=32000, seq_len=4096, recompute="selective"),
+    activations.selective_overhead_eq8: dict(layers=96, hidden=12288, vocab=51200, seq_len=2048),
     collectives.bus_factor: dict(op="all_reduce", ranks=8),
     collectives.ring_bytes_per_rank: dict(op="all_gather", size_bytes=1e9, ranks=8),
     collectives.ring_all_reduce_bytes_per_rank: dict(size_bytes=1e9, ranks=8),
@@ -70,49 +70,49 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     collectives.gather: dict(data=[[1, 2], [3, 4]], root=0),
     collectives.reduce: dict(data=[[1, 2], [3, 4]], root=0),
     collectives.run: dict(op="reduce", data=[[1, 2], [3, 4]], root=0),
-    data_parallel.state_per_gpu_bytes: dict(params=P),
-    data_parallel.seqs_per_gpu: dict(gpus=8, global_batch=1024),
-    data_parallel.tokens_per_step: dict(global_batch=1024, seq_len=4096),
+    data_parallel.state_per_gpu_bytes: dict(params=P, optimizer_bytes=12),
+    data_parallel.seqs_per_gpu: dict(dp=8, global_batch=1024),
+    data_parallel.tokens_per_step: dict(seq_len=4096, global_batch=1024),
     data_parallel.compute_seconds: dict(
-        params=P, gpus=8, flops_per_gpu=150e12, global_batch=1024, seq_len=4096
+        params=P, dp=8, flops_per_gpu=150e12, seq_len=4096, global_batch=1024
     ),
     data_parallel.gradient_bytes: dict(params=P),
-    data_parallel.sent_per_gpu_bytes: dict(params=P, gpus=8),
-    data_parallel.comm_seconds: dict(params=P, gpus=8, bytes_per_s=50e9),
-    zero.state_per_gpu: dict(params=P, gpus=8, stage=1),
-    zero.state_per_gpu_bytes: dict(params=P, gpus=8, stage=2),
-    zero.reduction: dict(gpus=8, stage=3),
-    zero.sent_per_gpu_elements: dict(params=P, gpus=8, stage=3),
-    zero.sent_per_gpu_bytes: dict(params=P, gpus=8, stage=0),
-    zero.comm_over_dp: dict(stage=3),
-    zero.fits: dict(params=P, gpus=8, stage=1, memory_bytes=80e9),
+    data_parallel.sent_per_gpu_bytes: dict(params=P, dp=8),
+    data_parallel.comm_seconds: dict(params=P, dp=8, bytes_per_s=50e9),
+    zero.state_per_gpu: dict(params=P, dp=8, zero_stage=1, optimizer_bytes=12),
+    zero.state_per_gpu_bytes: dict(params=P, dp=8, zero_stage=2, optimizer_bytes=12),
+    zero.reduction: dict(dp=8, zero_stage=3, optimizer_bytes=12),
+    zero.sent_per_gpu_elements: dict(params=P, dp=8, zero_stage=3),
+    zero.sent_per_gpu_bytes: dict(params=P, dp=8, zero_stage=0),
+    zero.comm_over_dp: dict(zero_stage=3),
+    zero.fits: dict(params=P, dp=8, zero_stage=1, memory_bytes=80e9, optimizer_bytes=12),
     tensor.weights_per_gpu_layer: dict(layer_params=2e8, tp=4),
-    tensor.state_per_gpu_bytes: dict(params=P, tp=4),
-    tensor.sent_per_gpu_layer_bytes: dict(seq_len=4096, hidden=4096, tp=4, micro_batch=1),
+    tensor.state_per_gpu_bytes: dict(params=P, tp=4, optimizer_bytes=12),
+    tensor.sent_per_gpu_layer_bytes: dict(hidden=4096, seq_len=4096, micro_batch=1, tp=4),
     tensor.comm_seconds: dict(sent_bytes=2e8, bytes_per_s=450e9),
     tensor.compute_seconds_per_layer: dict(
-        layer_params=2e8, tp=4, seq_len=4096, flops_per_gpu=150e12, micro_batch=1
+        layer_params=2e8, seq_len=4096, micro_batch=1, tp=4, flops_per_gpu=150e12
     ),
     tensor.comm_over_compute: dict(
-        layer_params=2e8, seq_len=4096, hidden=4096, tp=4, bytes_per_s=450e9, flops_per_gpu=150e12
+        layer_params=2e8, hidden=4096, seq_len=4096, tp=4, bytes_per_s=450e9, flops_per_gpu=150e12
     ),
-    pipeline.bubble_fraction: dict(stages=4, microbatches=4, chunks=1),
-    pipeline.bubble_over_ideal: dict(stages=4, microbatches=4, chunks=2),
+    pipeline.bubble_fraction_of_time: dict(pp=4, microbatches=4, chunks=1),
+    pipeline.bubble_over_ideal_time: dict(pp=4, microbatches=4, chunks=2),
     pipeline.busy_units: dict(microbatches=4, fwd=1, bwd=2),
-    pipeline.total_units: dict(stages=4, microbatches=4, fwd=1, bwd=2),
-    pipeline.layers_per_stage: dict(layers=32, stages=4),
-    pipeline.stage_layers: dict(layers=32, stages=4),
-    pipeline.state_per_gpu_bytes: dict(params=P, stages=4),
-    pipeline.activation_transfer_bytes: dict(seq_len=4096, hidden=4096, micro_batch=1),
-    pipeline.in_flight_microbatches: dict(stages=4, microbatches=8, schedule="1f1b"),
+    pipeline.total_units: dict(pp=4, microbatches=4, fwd=1, bwd=2),
+    pipeline.layers_per_stage: dict(layers=32, pp=4),
+    pipeline.stage_layers: dict(layers=32, pp=4),
+    pipeline.state_per_gpu_bytes: dict(params=P, pp=4, optimizer_bytes=12),
+    pipeline.activation_transfer_bytes: dict(hidden=4096, seq_len=4096, micro_batch=1),
+    pipeline.in_flight_microbatches: dict(pp=4, microbatches=8, schedule="1f1b"),
     pipeline.simulate_schedule: dict(
-        stages=4, microbatches=4, schedule="interleaved", chunks=2, fwd=1, bwd=2
+        pp=4, microbatches=4, schedule="interleaved", chunks=2, fwd=1, bwd=2
     ),
     parallel3d.gpus: dict(tp=8, pp=4, dp=8),
     parallel3d.nodes: dict(tp=8, pp=4, dp=8, gpus_per_node=8),
-    parallel3d.state_per_gpu_bytes: dict(params=P, tp=8, pp=4, dp=8, zero_stage=1),
+    parallel3d.state_per_gpu_bytes: dict(params=P, tp=8, pp=4, dp=8, zero_stage=1, optimizer_bytes=12),
     parallel3d.microbatches_per_pipeline: dict(dp=8, global_batch=1024, micro_batch=1),
-    parallel3d.bubble: dict(pp=4, dp=8, global_batch=1024, micro_batch=1),
+    parallel3d.bubble_fraction_of_time: dict(pp=4, dp=8, global_batch=1024, micro_batch=1),
     parallel3d.train_seconds: dict(
         params=P, tokens=2e12, tp=8, pp=4, dp=8, flops_per_gpu=150e12, global_batch=1024, micro_batch=1
     ),
@@ -151,7 +151,7 @@ def test_valid_arguments_are_accepted(fn: Callable[..., Any], kwargs: dict[str, 
 def test_bad_argument_is_named_in_the_error(
     fn: Callable[..., Any], kwargs: dict[str, Any], arg: str, bad: object
 ) -> None:
-    """E.g. "gpus must be an integer from 1 to 65536, got 0"."""
+    """E.g. "dp must be an integer from 1 to 65536, got 0"."""
     with pytest.raises(ValueError) as info:
         fn(**{**kwargs, arg: bad})
     assert str(info.value).startswith(f"{arg} must be"), str(info.value)

@@ -15,14 +15,14 @@ PSI_7B = param_count(MODELS["llama2-7b"])
 def test_zero1_on_8_gpus_holds_37_1_gb() -> None:
     """`zero.state_per_gpu_bytes` at the default (N = 8, stage 1): (4 + 12/8)Ψ = 37.07e9,
     `reduction` 16/5.5 = 2.909, `fits` in 80 GB."""
-    assert zero.state_per_gpu_bytes(PSI_7B, 8, 1) == pytest.approx(37.07e9, rel=1e-3)
-    assert zero.reduction(8, 1) == pytest.approx(2.909, rel=1e-3)
-    assert zero.fits(PSI_7B, 8, 1) is True
+    assert zero.state_per_gpu_bytes(params=PSI_7B, dp=8, zero_stage=1) == pytest.approx(37.07e9, rel=1e-3)
+    assert zero.reduction(dp=8, zero_stage=1) == pytest.approx(2.909, rel=1e-3)
+    assert zero.fits(params=PSI_7B, dp=8, zero_stage=1) is True
 
 
 def test_zero1_breakdown_keeps_27_gb_unsharded() -> None:
     """Seed 000: GPU 0 keeps 13.5 + 13.5 GB whole and 80.9 / 8 = 10.1 GB of Adam."""
-    s = zero.state_per_gpu(PSI_7B, 8, 1)
+    s = zero.state_per_gpu(params=PSI_7B, dp=8, zero_stage=1)
     assert s.weights + s.grads == pytest.approx(26.95e9, rel=1e-3)
     assert s.optimizer == pytest.approx(10.11e9, rel=1e-3)
 
@@ -31,21 +31,22 @@ def test_zero1_and_2_send_as_much_as_plain_data_parallelism() -> None:
     """`zero.sent_per_gpu_bytes` = 23.59e9 for stages 0-2 (Sec. 7.2.1: reduce-scatter +
     all-gather = all-reduce)."""
     for stage in (0, 1, 2):
-        assert zero.sent_per_gpu_bytes(PSI_7B, 8, stage) == pytest.approx(23.59e9, rel=1e-3)
-        assert zero.sent_per_gpu_bytes(PSI_7B, 8, stage) == pytest.approx(dp_sent(PSI_7B, 8))
+        assert zero.sent_per_gpu_bytes(params=PSI_7B, dp=8, zero_stage=stage) == pytest.approx(23.59e9, rel=1e-3)
+        assert zero.sent_per_gpu_bytes(params=PSI_7B, dp=8, zero_stage=stage) == pytest.approx(dp_sent(PSI_7B, 8))
 
 
 @pytest.mark.parametrize("n", [2, 8, 64, 1024])
 def test_zero3_communicates_1_5_times_plain_data_parallelism(n: int) -> None:
     """Sec. 7.2.2: stage 3 moves 3Ψ instead of 2Ψ, 1.5× the baseline."""
-    assert zero.sent_per_gpu_bytes(PSI_7B, n, 3) / zero.sent_per_gpu_bytes(PSI_7B, n, 0) == pytest.approx(1.5)
+    stage3 = zero.sent_per_gpu_bytes(params=PSI_7B, dp=n, zero_stage=3)
+    assert stage3 / zero.sent_per_gpu_bytes(params=PSI_7B, dp=n, zero_stage=0) == pytest.approx(1.5)
     assert zero.comm_over_dp(3) == 1.5 and zero.comm_over_dp(1) == 1.0
 
 
 def test_figure1_7_5b_model_on_64_gpus() -> None:
     """Figure 1 (Ψ = 7.5B, N_d = 64, K = 12): 120 GB, 31.4 GB, 16.6 GB, 1.88 GB; the
     seed's "120 GB to 1.9 GB" and WIDGETS.md's exact 1.875 GB for stage 3."""
-    gb = [zero.state_per_gpu_bytes(7.5e9, 64, s) / 1e9 for s in zero.STAGES]
+    gb = [zero.state_per_gpu_bytes(params=7.5e9, dp=64, zero_stage=s) / 1e9 for s in zero.ZERO_STAGES]
     assert gb[0] == pytest.approx(120)
     assert gb[1] == pytest.approx(31.4, abs=0.05)
     assert gb[2] == pytest.approx(16.6, abs=0.05)
@@ -81,7 +82,7 @@ TABLE_1 = {
     },
 }
 TABLE_1_CELLS = [
-    (psi, n, stage, row[stage]) for psi, rows in TABLE_1.items() for n, row in rows.items() for stage in zero.STAGES
+    (psi, n, stage, row[stage]) for psi, rows in TABLE_1.items() for n, row in rows.items() for stage in zero.ZERO_STAGES
 ]
 
 
@@ -96,7 +97,7 @@ def test_table1_per_device_memory(psi: float, n: int, stage: int, published_gb: 
     the paper truncates some cells, e.g. 4187.5 → 4187."""
     decimals = len(repr(float(published_gb)).split(".")[1].rstrip("0"))
     tolerance = max(0.01 * published_gb, 0.5 * 10.0**-decimals)
-    assert zero.state_per_gpu_bytes(psi, n, stage) / 1e9 == pytest.approx(published_gb, abs=tolerance)
+    assert zero.state_per_gpu_bytes(params=psi, dp=n, zero_stage=stage) / 1e9 == pytest.approx(published_gb, abs=tolerance)
 
 
 def test_memory_never_grows_with_stage_or_gpus() -> None:
@@ -105,7 +106,7 @@ def test_memory_never_grows_with_stage_or_gpus() -> None:
     for psi in (1e9, PSI_7B, 1e12):
         previous = [float("inf")] * 4
         for n in range(1, 1025):
-            mem = [zero.state_per_gpu_bytes(psi, n, s) for s in zero.STAGES]
+            mem = [zero.state_per_gpu_bytes(params=psi, dp=n, zero_stage=s) for s in zero.ZERO_STAGES]
             assert mem[3] <= mem[2] <= mem[1] <= mem[0] == training_state_bytes(psi)
             assert all(m <= p for m, p in zip(mem, previous))
             previous = mem
@@ -113,11 +114,24 @@ def test_memory_never_grows_with_stage_or_gpus() -> None:
 
 def test_stage_limits_are_4x_8x_and_n() -> None:
     """Fig. 1 caption: memory reduction 4×, 8×, N_d× as N_d grows."""
-    assert zero.reduction(65_536, 1) == pytest.approx(4, rel=1e-3)
-    assert zero.reduction(65_536, 2) == pytest.approx(8, rel=1e-3)
-    assert zero.reduction(64, 3) == 64
+    assert zero.reduction(dp=65_536, zero_stage=1) == pytest.approx(4, rel=1e-3)
+    assert zero.reduction(dp=65_536, zero_stage=2) == pytest.approx(8, rel=1e-3)
+    assert zero.reduction(dp=64, zero_stage=3) == 64
 
 
 def test_seven_b_fits_80_gb_only_from_stage_1_on_8_gpus() -> None:
-    assert [zero.fits(PSI_7B, 8, s) for s in zero.STAGES] == [False, True, True, True]
-    assert zero.fits(PSI_7B, 1, 3) is False
+    assert [zero.fits(params=PSI_7B, dp=8, zero_stage=s) for s in zero.ZERO_STAGES] == [False, True, True, True]
+    assert zero.fits(params=PSI_7B, dp=1, zero_stage=3) is False
+
+
+def test_optimizer_bytes_is_k() -> None:
+    """K = 12 by default (ZeRO Sec. 3.1); another K changes only the optimizer term:
+    stage 1 holds (4 + K/N_d)Ψ, and the reduction is (4 + K)/(4 + K/N_d)."""
+    default = zero.state_per_gpu(params=PSI_7B, dp=8, zero_stage=1)
+    assert zero.state_per_gpu(params=PSI_7B, dp=8, zero_stage=1, optimizer_bytes=12) == default
+    k6 = zero.state_per_gpu(params=PSI_7B, dp=8, zero_stage=1, optimizer_bytes=6)
+    assert (k6.weights, k6.grads) == (default.weights, default.grads)
+    assert k6.optimizer == pytest.approx(6 * PSI_7B / 8)
+    assert zero.reduction(dp=8, zero_stage=1, optimizer_bytes=6) == pytest.approx(10 / 4.75)
+    with pytest.raises(ValueError, match="^optimizer_bytes must be a number from 0 to 64"):
+        zero.state_per_gpu_bytes(params=PSI_7B, dp=8, zero_stage=1, optimizer_bytes=-1)

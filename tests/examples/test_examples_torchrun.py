@@ -219,7 +219,7 @@ def test_bandwidth_rows(bandwidth_run: tuple[dict, str]) -> None:
         assert row["busbw_bytes_per_s"] == pytest.approx(
             row["algbw_bytes_per_s"] * calc.bus_factor(op, n), rel=1e-9), row
         assert row["busbw_bytes_per_s"] == pytest.approx(
-            calc.busbw(op, n, row["size_bytes"], row["time_s"]), rel=1e-9)
+            calc.busbw(op, ranks=n, size_bytes=row["size_bytes"], time_s=row["time_s"]), rel=1e-9)
 
 
 def test_bandwidth_table_printed(bandwidth_run: tuple[dict, str]) -> None:

@@ -103,7 +103,7 @@ def test_full_recomputation_adds_the_rebuilt_layer() -> None:
     assert v["stored_activation_bytes"] == 32 * 2 * 4096 * 4096
     assert v["rematerialized_bytes"] == pytest.approx(3.255e9, rel=1e-3)
     assert v["activation_bytes"] == v["stored_activation_bytes"] + v["rematerialized_bytes"]
-    assert v["recompute_overhead"] == pytest.approx(recompute_overhead(4096, 4096, 32, 32000, "full"))
+    assert v["recompute_overhead"] == pytest.approx(recompute_overhead(layers=32, hidden=4096, vocab=32000, seq_len=4096, recompute="full"))
     assert 0.32 < v["recompute_overhead"] < 1 / 3
 
 
@@ -132,7 +132,8 @@ def test_each_technique_never_adds_activation_memory(base: dict) -> None:
         assert by_t == sorted(by_t, reverse=True), (sp, mode)
     model = MODELS[base["model"]]
     assert grid[1, 0, "none"]["activation_bytes"] == activation_bytes(
-        base["seq_len"], base["micro_batch"], model.hidden, model.heads, model.layers)
+        layers=model.layers, hidden=model.hidden, heads=model.heads, seq_len=base["seq_len"],
+        micro_batch=base["micro_batch"])
     assert grid[1, 0, "none"]["state_per_gpu_bytes"] == pytest.approx(
         training_state_bytes(param_count(model)) / base["pp"])
 
@@ -231,7 +232,7 @@ def test_figure_rows_match_calc_and_the_current_row_matches_the_output() -> None
             assert loc.bytes(value) in desc
     model = MODELS["llama2-7b"]
     assert activations.row_bytes(evaluate("activations", {"tp": 4})[0])["plain"] == activation_bytes(
-        4096, 1, model.hidden, model.heads, model.layers)
+        layers=model.layers, hidden=model.hidden, heads=model.heads, seq_len=4096, micro_batch=1)
 
 
 def test_memory_bar_says_whether_it_fits() -> None:
@@ -289,5 +290,6 @@ def test_per_layer_bytes_agree_with_calc_for_random_states() -> None:
         st, v = evaluate("activations", state)
         model = MODELS[st["model"]]
         assert v["per_layer_bytes"] == activation_bytes_per_layer(
-            int(st["seq_len"]), st["micro_batch"], model.hidden, model.heads, int(st["tp"]), st["sp"], st["recompute"])
+            hidden=model.hidden, heads=model.heads, seq_len=int(st["seq_len"]), micro_batch=st["micro_batch"],
+            tp=int(st["tp"]), sequence_parallel=st["sp"], recompute=st["recompute"])
         assert v["total_per_gpu_bytes"] == v["state_per_gpu_bytes"] + v["activation_bytes"]

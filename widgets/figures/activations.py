@@ -123,10 +123,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     stored = act.activation_bytes(**shape, layers=model.layers, **split)
     rebuilt = act.rematerialized_bytes(**shape, **split)
     peak = act.peak_activation_bytes(**shape, layers=model.layers, **split)
-    state_bytes = state_per_gpu_bytes(params, t, p, 1)
+    state_bytes = state_per_gpu_bytes(params=params, tp=t, pp=p, dp=1)
     no_recompute = act.activation_bytes_per_layer(**shape, tp=t, sequence_parallel=bool(state["sp"]))
     scores = act.attention_score_bytes_per_layer(**shape, tp=t)
-    flops_shape = dict(seq_len=shape["seq_len"], hidden=model.hidden, layers=model.layers, vocab=model.vocab)
+    flops_shape = dict(layers=model.layers, hidden=model.hidden, vocab=model.vocab, seq_len=shape["seq_len"])
     return {
         "per_layer_bytes": per_layer,
         "activation_bytes": peak,
@@ -139,7 +139,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "baseline_per_layer_bytes": baseline,
         "reduction": baseline / per_layer,
         "attention_share": scores / no_recompute,
-        "score_factor": act.attention_score_factor(shape["seq_len"], model.hidden, model.heads),
+        "score_factor": act.attention_score_factor(hidden=model.hidden, heads=model.heads, seq_len=shape["seq_len"]),
         "sbh": float(shape["seq_len"]) * shape["micro_batch"] * model.hidden,
         "recompute_overhead": act.recompute_overhead(**flops_shape, recompute=state["recompute"]),
         "selective_overhead_eq8": act.selective_overhead_eq8(**flops_shape),

@@ -62,7 +62,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     """All outputs for a validated state, in SI units (bytes, seconds, bytes/s)."""
     op, n = state["op"], int(state["ranks"])
     size, time = float(state["size_bytes"]), float(state["time_s"])
-    bus = coll.busbw(op, n, size, time)
+    bus = coll.busbw(op, ranks=n, size_bytes=size, time_s=time)
     return {
         "algbw": coll.algbw(size, time),
         "busbw": bus,

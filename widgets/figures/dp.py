@@ -48,8 +48,8 @@ OUTPUTS: dict[str, str] = {
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     _, params = model_params(state)
     n = state["gpus"]
-    compute_time = dp.compute_seconds(params, n, GPU.flops_per_s)
-    comm_time = dp.comm_seconds(params, n, LINK.bytes_per_s)
+    compute_time = dp.compute_seconds(params=params, dp=n, flops_per_gpu=GPU.flops_per_s)
+    comm_time = dp.comm_seconds(params=params, dp=n, bytes_per_s=LINK.bytes_per_s)
     memory = dp.state_per_gpu_bytes(params)
     return {
         "state_per_gpu_bytes": memory,

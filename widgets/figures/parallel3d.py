@@ -77,19 +77,20 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model, params = model_params(state)
     t, p, d = degrees(state)
     stage = ZERO_STAGE_ON if state["zero_on"] else 0
-    memory = parallel3d.state_per_gpu_bytes(params, t, p, d, stage)
+    memory = parallel3d.state_per_gpu_bytes(params=params, tp=t, pp=p, dp=d, zero_stage=stage)
     # The same state by component: each GPU holds 1/(t·p) of the model, ZeRO-sharded over d.
-    parts = zero.state_per_gpu(params / (t * p), d, stage)
+    parts = zero.state_per_gpu(params=params / (t * p), dp=d, zero_stage=stage)
     return {
-        "gpus": parallel3d.gpus(t, p, d),
-        "nodes": parallel3d.nodes(t, p, d),
+        "gpus": parallel3d.gpus(tp=t, pp=p, dp=d),
+        "nodes": parallel3d.nodes(tp=t, pp=p, dp=d),
         "tp": t,
         "pp": p,
         "state_per_gpu_bytes": memory,
         "fits": 1 if memory <= GPU.memory_bytes else 0,
-        "microbatches": parallel3d.microbatches_per_pipeline(d),
-        "bubble": parallel3d.bubble(p, d),
-        "train_time": parallel3d.train_seconds(params, model.train_tokens, t, p, d, GPU.flops_per_s),
+        "microbatches": parallel3d.microbatches_per_pipeline(dp=d),
+        "bubble": parallel3d.bubble_fraction_of_time(pp=p, dp=d),
+        "train_time": parallel3d.train_seconds(params=params, tokens=model.train_tokens, tp=t, pp=p, dp=d,
+                                               flops_per_gpu=GPU.flops_per_s),
         "tokens": model.train_tokens,
         "gpu_memory_bytes": GPU.memory_bytes,
         "gpu_flops": GPU.flops_per_s,

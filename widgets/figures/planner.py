@@ -118,10 +118,10 @@ def reference(p: Plan) -> tuple[Layout | None, int]:
     """The 3D chapter's layout in this plan (t = 8, p = 4, ZeRO-1, b = 1) and its rank
     among the feasible layouts (1 = best; 0 when it does not fit or does not exist)."""
     for rank, x in enumerate(p.feasible, 1):
-        if (x.tp, x.pp, x.zero, x.micro_batch) == (REF_TP, REF_PP, REF_ZERO, REF_B):
+        if (x.tp, x.pp, x.zero_stage, x.micro_batch) == (REF_TP, REF_PP, REF_ZERO, REF_B):
             return x, rank
     for x in p.rejected:
-        if (x.tp, x.pp, x.zero) == (REF_TP, REF_PP, REF_ZERO) and x.micro_batch in (REF_B, 0):
+        if (x.tp, x.pp, x.zero_stage) == (REF_TP, REF_PP, REF_ZERO) and x.micro_batch in (REF_B, 0):
             return x, 0
     return None, 0
 
@@ -151,7 +151,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "best_tp": b.tp if b else 0,
         "best_pp": b.pp if b else 0,
         "best_dp": b.dp if b else 0,
-        "best_zero": b.zero if b else 0,
+        "best_zero": b.zero_stage if b else 0,
         "best_microbatches": b.microbatches if b else 0,
         "best_micro_batch": b.micro_batch if b else 0,
         "best_time": b.run_s if b else 0.0,
@@ -191,7 +191,7 @@ def layout_text(x: Layout, loc: Locale) -> str:
 
 def detail_text(x: Layout, loc: Locale) -> str:
     """`ZeRO-1 · m 4 × b 1` (or without the micro-batches when there are none)."""
-    zero = loc.t(f"{NAME}.zero", stage=loc.integer(x.zero))
+    zero = loc.t(f"{NAME}.zero", stage=loc.integer(x.zero_stage))
     if not x.microbatches:
         return loc.t(f"{NAME}.detail_no_micro", zero=zero)
     return loc.t(f"{NAME}.detail", zero=zero, m=loc.integer(x.microbatches), b=loc.integer(x.micro_batch))
@@ -207,7 +207,7 @@ def reason_row(x: Layout, p: Plan, loc: Locale) -> str:
     """One rejected layout's reason, with its numbers ("needs 93.4 GB of 80 GB")."""
     spec = p.spec
     return loc.t(f"{NAME}.reason_row.{x.reason}", tp=loc.integer(x.tp), pp=loc.integer(x.pp),
-                 dp=loc.integer(x.dp), zero=loc.integer(x.zero), heads=loc.integer(spec.heads),
+                 dp=loc.integer(x.dp), zero=loc.integer(x.zero_stage), heads=loc.integer(spec.heads),
                  layers=loc.integer(spec.layers), batch=loc.integer(spec.global_batch),
                  per_node=loc.integer(spec.gpus_per_node), need=loc.bytes(x.memory_bytes),
                  memory=loc.bytes(spec.memory_bytes))
@@ -237,7 +237,7 @@ def _grouped(p: Plan) -> dict[str, list[Layout]]:
     groups: dict[str, list[Layout]] = {r: [] for r in REASONS}
     for x in p.rejected:
         groups[x.reason].append(x)
-    groups["memory"].sort(key=lambda x: (x.memory_bytes, x.tp, x.pp, x.zero, x.microbatches))
+    groups["memory"].sort(key=lambda x: (x.memory_bytes, x.tp, x.pp, x.zero_stage, x.microbatches))
     return groups
 
 

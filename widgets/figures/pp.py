@@ -51,7 +51,7 @@ OUTPUTS: dict[str, str] = {
 def _simulated(p: int, m: int, schedule: str, chunks: int) -> tuple[tuple[pipeline.ScheduleEvent, ...], ScheduleSummary]:
     """The simulated schedule and its summary, memoized: compute() and render() of one
     state share one simulation (the largest, 8 × 32 × 4 chunks, has 2,048 events)."""
-    events = tuple(simulate_schedule(p, m, schedule, chunks=chunks, fwd=FWD, bwd=BWD))
+    events = tuple(simulate_schedule(pp=p, microbatches=m, schedule=schedule, chunks=chunks, fwd=FWD, bwd=BWD))
     return events, summarize_schedule(list(events))
 
 
@@ -69,14 +69,14 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     v = state["chunks"] if state["schedule"] == "interleaved" else 1
     summary = _simulated(*_key(state))[1]
     return {
-        "bubble": summary.bubble_fraction,
-        "bubble_formula": pipeline.bubble_fraction(p, m, v),
+        "bubble": summary.bubble_fraction_of_time,
+        "bubble_formula": pipeline.bubble_fraction_of_time(pp=p, microbatches=m, chunks=v),
         "layers_per_gpu": pipeline.layers_per_stage(model.layers, p),
-        "state_per_gpu_bytes": pipeline.state_per_gpu_bytes(params, p),
+        "state_per_gpu_bytes": pipeline.state_per_gpu_bytes(params=params, pp=p),
         "busy_units": summary.busy_time,
         "total_units": summary.total_time,
         "in_flight": summary.peak_in_flight[0],
-        "activation_transfer_bytes": pipeline.activation_transfer_bytes(model.seq_len, model.hidden),
+        "activation_transfer_bytes": pipeline.activation_transfer_bytes(hidden=model.hidden, seq_len=model.seq_len),
     }
 
 

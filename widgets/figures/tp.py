@@ -52,13 +52,14 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     t = int(state["tp"])
     link = LINKS[state["link"]].bytes_per_s
     layer = layer_param_count(model)
-    sent = tensor.sent_per_gpu_layer_bytes(model.seq_len, model.hidden, t)
+    sent = tensor.sent_per_gpu_layer_bytes(hidden=model.hidden, seq_len=model.seq_len, tp=t)
     comm = tensor.comm_seconds(sent, link)
-    work = tensor.compute_seconds_per_layer(layer, t, model.seq_len, GPU.flops_per_s)
+    work = tensor.compute_seconds_per_layer(layer_params=layer, seq_len=model.seq_len, tp=t,
+                                            flops_per_gpu=GPU.flops_per_s)
     return {
         "layer_params": layer,
         "weights_per_gpu_layer": tensor.weights_per_gpu_layer(layer, t),
-        "state_per_gpu_bytes": tensor.state_per_gpu_bytes(params, t),
+        "state_per_gpu_bytes": tensor.state_per_gpu_bytes(params=params, tp=t),
         "sent_per_gpu_layer_bytes": sent,
         "comm_time": comm,
         "compute_time": work,

@@ -71,7 +71,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "min_gpus_state": math.ceil(parts.total / GPU.memory_bytes),
         "flops": flops,
         "gpu_flops": GPU.flops_per_s,
-        **{f"time_{n}": training_seconds(flops, n, GPU.flops_per_s) for n in GPU_COUNTS},
+        **{f"time_{n}": training_seconds(flops=flops, gpus=n, flops_per_gpu=GPU.flops_per_s) for n in GPU_COUNTS},
         "act_seq_bytes": activation_bytes(**one_sequence),
         "act_seq_bytes_selective": activation_bytes(**one_sequence, recompute="selective"),
         "weights_int4_bytes": params * INT4_BYTES_PER_PARAM,

@@ -48,13 +48,13 @@ OUTPUTS: dict[str, str] = {
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     _, params = model_params(state)
     n, stage = state["gpus"], int(state["stage"])
-    parts = zero.state_per_gpu(params, n, stage)
+    parts = zero.state_per_gpu(params=params, dp=n, zero_stage=stage)
     whole = training_state(params)  # the whole model's state, before any sharding
     return {
         "state_per_gpu_bytes": parts.total,
-        "reduction": zero.reduction(n, stage),
-        "sent_per_gpu_bytes": zero.sent_per_gpu_bytes(params, n, stage),
-        "fits": 1 if zero.fits(params, n, stage, GPU.memory_bytes) else 0,
+        "reduction": zero.reduction(dp=n, zero_stage=stage),
+        "sent_per_gpu_bytes": zero.sent_per_gpu_bytes(params=params, dp=n, zero_stage=stage),
+        "fits": 1 if zero.fits(params=params, dp=n, zero_stage=stage, memory_bytes=GPU.memory_bytes) else 0,
         "weights_per_gpu_bytes": parts.weights,
         "grads_per_gpu_bytes": parts.grads,
         "optimizer_per_gpu_bytes": parts.optimizer,
@@ -63,8 +63,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "weights_bytes": whole.weights,
         "grads_bytes": whole.grads,
         "optimizer_bytes": whole.optimizer,
-        "dp_state_per_gpu_bytes": zero.state_per_gpu_bytes(params, n, 0),
-        "dp_sent_per_gpu_bytes": zero.sent_per_gpu_bytes(params, n, 0),
+        "dp_state_per_gpu_bytes": zero.state_per_gpu_bytes(params=params, dp=n, zero_stage=0),
+        "dp_sent_per_gpu_bytes": zero.sent_per_gpu_bytes(params=params, dp=n, zero_stage=0),
     }
 
 
