@@ -86,6 +86,7 @@ function parseHash() {
 const HASH_DELAY_MS = 150;
 const urlStates = new Map(); // widget name -> its last applied valid state
 let hashTimer = 0;
+let hashWhenScheduled = ""; // location.hash when the pending write was scheduled
 
 function urlFragment() {
   const keep = location.hash.slice(1).includes("=")
@@ -111,6 +112,9 @@ function cancelHashWrite() {
 // Write the URL now if a write is pending (the timer, a language link, leaving the page).
 function flushHash() {
   if (!cancelHashWrite()) return;
+  // A link the reader followed since this write was scheduled wins: its hashchange may
+  // not have been handled yet, and writing now would replace it with the older state.
+  if (location.hash !== hashWhenScheduled) return;
   const fragment = urlFragment();
   if (fragment !== location.hash) history.replaceState(history.state, "", fragment || location.pathname + location.search);
   // The language switcher keeps the reader on the same widget state.
@@ -122,6 +126,7 @@ function flushHash() {
 function writeHash(name, state) {
   urlStates.set(name, state);
   cancelHashWrite();
+  hashWhenScheduled = location.hash;
   hashTimer = setTimeout(flushHash, HASH_DELAY_MS);
 }
 
