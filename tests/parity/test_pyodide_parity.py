@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
-import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
 
 from widgets import REGISTRY
 from widgets.framework.core import handle
@@ -53,7 +50,6 @@ def exercise_checks(site: Path) -> list[dict]:
     return out
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 def test_pyodide_replies_equal_native_replies(built_site: Path) -> None:
     wheel = next((built_site / "assets" / "wheels").glob("*/*.whl"))
     checks = exercise_checks(built_site)
