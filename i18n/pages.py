@@ -47,6 +47,7 @@ __all__ = [
     "check_pages",
     "page_mistakes",
     "page_names",
+    "page_slug",
     "page_status",
     "parse_page",
     "source_hash",
@@ -224,12 +225,8 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
         heading = _HEADING.match(line)
         if heading and len(heading["hashes"]) in (2, 3):
             items["section"].append(Item("section", f"H{len(heading['hashes'])}", line_no, heading["text"]))
-        if heading:
-            explicit = _HEADING_ID.search(heading["text"])
-            if explicit:
-                anchors.add(explicit["id"])
-            else:
-                headings.append(heading["text"])
+        if heading and not _HEADING_ID.search(heading["text"]):  # a {#id} is collected below
+            headings.append(heading["text"])
         marker = _MARKER.match(line)
         if marker:
             items["marker"].append(Item("marker", marker["name"], line_no))
@@ -263,7 +260,7 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
     if fence is not None and fence[3] in ("widget", "exercise"):
         mistakes.append((fence[2], "fence", _unclosed(fence[3])))
     anchors.update(_heading_slugs(headings))
-    anchors.update(f"exercise-{_page_slug(name)}-{n}" for n in range(1, len(items["exercise"]) + 1))
+    anchors.update(f"exercise-{page_slug(name)}-{n}" for n in range(1, len(items["exercise"]) + 1))
     return Page(
         path=path,
         name=name,
@@ -283,7 +280,7 @@ def parse_page(path: str | Path, name: str | None = None) -> Page:
     )
 
 
-_HEADING_ID = re.compile(r"\{[^}]*#(?P<id>[\w-]+)[^}]*\}\s*$")
+_HEADING_ID = re.compile(r"\{[^}]*#[\w-]+[^}]*\}\s*$")
 _HTML_ID = re.compile(r"<[A-Za-z][^>]*\bid=[\"']([^\"']+)[\"']")
 _ATTR_ID = re.compile(r"\{:?[^}]*#([\w-]+)[^}]*\}")
 _WIDE_MACRO = re.compile(r"[{\uff5b][ \t]*[{\uff5b]|[}\uff5d][ \t]*[}\uff5d]")
@@ -319,8 +316,10 @@ def _heading_slugs(texts: Sequence[str]) -> list[str]:
 _LINK_TEXT = re.compile(r"!?\[(?P<text>[^\]]*)\]\([^)]*\)")
 
 
-def _page_slug(name: str) -> str:
-    """The page part of an exercise's id, as the widgets plugin writes it."""
+def page_slug(name: str) -> str:
+    """The page part of an exercise's id (`exercise-<slug>-<n>`): `data-parallelism` for
+    `data-parallelism.md`, `guide` for `guide/index.md`; `name` is relative to the
+    language folder. The widgets plugin names its exercise forms with it."""
     parts = [p for p in re.sub(r"\.md$", "", name).split("/") if p]
     if len(parts) > 1 and parts[-1] == "index":
         parts = parts[:-1]

@@ -13,6 +13,18 @@ from widgets.framework.spec import Choice, Range
 BOOT_MS = 90_000
 
 
+def with_stall_timeout(page: Any, path: str, ms: int) -> None:
+    """Serve the page at `path` with the runtime's stall timeout set to `ms`: a test of a
+    failure need not wait 30 s, and one of an exercise not for a busy machine's boot."""
+    def rewrite(route: Any) -> None:
+        body = route.fetch().text()
+        assert '"stallTimeoutMs": 30000' in body, "the page's settings changed: update this helper"
+        route.fulfill(body=body.replace('"stallTimeoutMs": 30000', f'"stallTimeoutMs": {ms}'),
+                      content_type="text/html; charset=utf-8")
+
+    page.route(f"**/{path}", rewrite)
+
+
 def root(name: str) -> str:
     return f'[data-widget="{name}"]'
 

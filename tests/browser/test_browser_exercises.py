@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from live import BOOT_MS
+from live import BOOT_MS, with_stall_timeout
 from widgets.framework.exercise import check, from_attributes
 from widgets.build.native import locale
 
@@ -59,16 +59,6 @@ def typed_answer(answer: float, lang: str) -> str:
     decimals = max(0, 7 - math.floor(math.log10(abs(answer))))
     text = loc.fixed(answer, decimals)
     return text.rstrip("0").rstrip(loc.decimal) if loc.decimal in text else text
-
-
-def with_stall_timeout(page: Any, chapter: str, ms: int) -> None:
-    """Serve the chapter with the runtime's stall timeout set to `ms` (the other tests
-    run on a shared, busy machine: the exercise, not the boot speed, is under test)."""
-    def rewrite(route: Any) -> None:
-        body = route.fetch().text().replace('"stallTimeoutMs": 30000', f'"stallTimeoutMs": {ms}')
-        route.fulfill(body=body, content_type="text/html; charset=utf-8")
-
-    page.route(f"**/{chapter}", rewrite)
 
 
 def open_chapter(page: Any, site_url: str, lang: str, chapter: str, stall_timeout_ms: int = BOOT_MS) -> str:

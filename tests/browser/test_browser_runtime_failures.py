@@ -14,24 +14,13 @@ from typing import Any
 
 import pytest
 
-from live import BOOT_MS, root
+from live import BOOT_MS, root, with_stall_timeout
 from widgets.framework.core import render_output
 from widgets.build.native import locale
 
 CHAPTER = {"id": "why-distributed-training/", "zh": "zh/why-distributed-training/"}
 ROOT = root("why")
 WASM = "**/pyodide.asm.wasm"
-
-
-def with_stall_timeout(page: Any, path: str, ms: int) -> None:
-    """Serve `path` with the runtime's stall timeout set to `ms`."""
-    def rewrite(route: Any) -> None:
-        body = route.fetch().text()
-        assert '"stallTimeoutMs": 30000' in body
-        route.fulfill(body=body.replace('"stallTimeoutMs": 30000', f'"stallTimeoutMs": {ms}'),
-                      content_type="text/html; charset=utf-8")
-
-    page.route(f"**/{path}", rewrite)
 
 
 def status_line(page: Any) -> str:

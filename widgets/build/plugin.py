@@ -186,14 +186,6 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         return f"{markdown.rstrip()}\n\n{abbreviation_lines(self._glossary, lang)}\n"
 
     def on_page_content(self, html: str, page: Any, config: Any, files: Any) -> str:
-        # Why: the site's policy runs only the scripts the theme and the book ship; a
-        # script written into a page would be refused by the browser, so the build
-        # refuses it first, at its line.
-        script = SCRIPT_TAG.search(html)
-        if script:
-            where = page.file.src_uri
-            raise PluginError(f"{where}:{_source_line(page, SCRIPT_TAG)}: a <script> in the page: pages are "
-                              f"text and figures, every script of the book lives in widgets/assets/")
         slots = self._slots.get(page.file.src_uri, {})
         for token, widget_html in slots.items():
             html = html.replace(f"<p>{token}</p>", widget_html)
@@ -279,8 +271,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
                     shutil.rmtree(old) if old.is_dir() else old.unlink()
         for name in PYODIDE_FILES:
             _copy(pyodide / name, pyodide_dir / name)
-        rel = self._wheel_path()
-        wheel = self._wheel_rel[0]  # set by _wheel_path
+        wheel, rel = self._wheel()
         wheels = root / "assets" / "wheels"
         if wheels.exists():
             shutil.rmtree(wheels)
@@ -349,8 +340,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         how much has arrived: Pyodide's wasm, standard library and lock file, the wheel."""
         pyodide = PROJECT / self.config.pyodide_dir
         files = {name: (pyodide / name).stat().st_size for name in ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")}
-        self._wheel_path()
-        wheel = self._wheel_rel[0]  # type: ignore[index]
+        wheel, _ = self._wheel()
         files[wheel.name] = wheel.stat().st_size
         return files
 
@@ -360,16 +350,19 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         package = json.loads((PROJECT / self.config.pyodide_dir / "package.json").read_text(encoding="utf-8"))
         return f"assets/pyodide/{package['version']}/"
 
-    def _wheel_path(self) -> str:
-        """Where the wheel lives in the site; the folder is its content hash, so a new
-        build gets a new URL and the old one can be cached for as long as a host likes.
-        Built once per build: every page then names the same wheel, even if a source file
-        changes while the build runs."""
+    def _wheel(self) -> tuple[Path, str]:
+        """The built wheel and where it lives in the site; the folder is its content hash,
+        so a new build gets a new URL and the old one can be cached for as long as a host
+        likes. Built once per build: every page then names the same wheel, even if a
+        source file changes while the build runs."""
         if getattr(self, "_wheel_rel", None) is None:
             wheel = self._build_wheel()
             digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
             self._wheel_rel = (wheel, f"assets/wheels/{digest}/{wheel.name}")
-        return self._wheel_rel[1]
+        return self._wheel_rel
+
+    def _wheel_path(self) -> str:
+        return self._wheel()[1]
 
     def _build_wheel(self) -> Path:
         """The project wheel, from a standard PEP 517 build (rebuilt when sources change)."""
@@ -421,7 +414,6 @@ def _site_chrome(output: str, root: str) -> str:
 
 # -- what a page may hold ----------------------------------------------------------------------
 OPEN_FENCE = re.compile(r"^[ \t]*```(?P<kind>widget|exercise)\b.*$", re.M)
-SCRIPT_TAG = re.compile(r"<script\b", re.I)
 ELEMENT_ID = re.compile(r'\bid="([^"]+)"')
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
 
@@ -442,16 +434,6 @@ def json_for_script(data: Any) -> str:
                           ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(char, escaped)
     return text
-
-
-def _source_line(page: Any, pattern: re.Pattern[str]) -> int:
-    """The line of the page's source file where `pattern` first matches (1 if unknown)."""
-    try:
-        source = Path(page.file.abs_src_path).read_text(encoding="utf-8-sig")
-    except (AttributeError, OSError, TypeError):
-        return 1
-    match = pattern.search(source)
-    return source.count("\n", 0, match.start()) + 1 if match else 1
 
 
 # -- exercises ---------------------------------------------------------------------------------
@@ -484,12 +466,10 @@ def replace_exercises(markdown: str, where: str, slug: str, loc: Any, slots: dic
 
 def _page_slug(src_uri: str, lang: str) -> str:
     """`data-parallelism` for `data-parallelism.md` (or `zh/data-parallelism.md`)."""
-    parts = [p for p in re.sub(r"\.md$", "", src_uri).split("/") if p]
-    if parts and parts[0] == lang:
-        parts = parts[1:]
-    if len(parts) > 1 and parts[-1] == "index":
-        parts = parts[:-1]
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-") or "page"
+    from i18n.pages import page_slug
+
+    prefix = f"{lang}/"
+    return page_slug(src_uri[len(prefix):] if src_uri.startswith(prefix) else src_uri)
 
 
 def _front_lines(page: Any) -> int:

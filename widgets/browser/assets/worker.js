@@ -15,6 +15,7 @@ let checkAnswer = null; // widgets.browser.check, for the exercises (see answerC
 // connection into a reason the page shows at once: {key, file, status?, type?}.
 const nativeFetch = self.fetch.bind(self);
 let expected = {}; // file name -> its size in bytes (from the page's settings)
+let total = 0; // their sum
 const received = new Map(); // file name -> bytes so far
 let lastReport = 0;
 let failed = false;
@@ -32,6 +33,7 @@ function fail(reason) {
   return new BootFailure(reason);
 }
 
+const errorText = (error) => String(error && error.message ? error.message : error);
 const fileName = (url) => new URL(url, self.location.href).pathname.split("/").pop();
 
 function reportProgress(force = false) {
@@ -40,8 +42,6 @@ function reportProgress(force = false) {
   lastReport = now;
   let loaded = 0;
   for (const bytes of received.values()) loaded += bytes;
-  let total = 0;
-  for (const size of Object.values(expected)) total += size;
   self.postMessage({ type: "progress", loaded, total });
 }
 
@@ -89,7 +89,7 @@ for (const method of ["instantiateStreaming", "instantiate", "compileStreaming",
   if (typeof original !== "function") continue;
   WebAssembly[method] = function (...args) {
     return original.apply(this, args).catch((error) => {
-      throw fail({ key: "corrupt", file: "pyodide.asm.wasm", detail: String(error && error.message ? error.message : error) });
+      throw fail({ key: "corrupt", file: "pyodide.asm.wasm", detail: errorText(error) });
     });
   };
 }
@@ -136,6 +136,7 @@ async function saveSnapshot(pyodide, key) {
 
 async function boot(message) {
   expected = message.files || {};
+  total = Object.values(expected).reduce((sum, size) => sum + size, 0);
   // The wheel and the strings download while Pyodide starts, not after it: the first
   // live widget should cost little more than Pyodide's own start.
   const wheel = fetchOk(message.wheel, "bytes");
@@ -177,7 +178,7 @@ function answerCheck(message) {
     const request = { spec: message.spec, unit: message.unit, tolerance: message.tolerance, typed: message.typed, lang: message.lang };
     self.postMessage({ type: "checked", id: message.id, ...JSON.parse(checkAnswer(JSON.stringify(request))) });
   } catch (error) {
-    self.postMessage({ type: "checked", id: message.id, fatal: String(error && error.message ? error.message : error) });
+    self.postMessage({ type: "checked", id: message.id, fatal: errorText(error) });
   }
 }
 
@@ -188,7 +189,7 @@ self.onmessage = async (event) => {
       const booted = await boot(message);
       self.postMessage({ type: "ready", booted });
     } catch (error) {
-      if (!(error instanceof BootFailure)) fail({ key: "other", detail: String(error && error.message ? error.message : error) });
+      if (!(error instanceof BootFailure)) fail({ key: "other", detail: errorText(error) });
     }
     return;
   }
@@ -201,7 +202,7 @@ self.onmessage = async (event) => {
       const reply = JSON.parse(call(JSON.stringify({ widget: message.widget, state: message.state, lang: message.lang })));
       self.postMessage({ type: "result", id: message.id, ...reply });
     } catch (error) {
-      self.postMessage({ type: "result", id: message.id, fatal: String(error && error.message ? error.message : error) });
+      self.postMessage({ type: "result", id: message.id, fatal: errorText(error) });
     }
   }
 };
