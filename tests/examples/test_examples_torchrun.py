@@ -2,7 +2,7 @@
 
 Four real processes on the gloo backend (127.0.0.1): every rank's result of every
 collective must equal calc's simulation of it, and every benchmark row must satisfy
-busbw = algbw × calc's bus factor. Skipped when PyTorch is not installed.
+busbw = algbw × calc's bus factor. `labrun.py` launches them.
 
 Cost: two torchrun launches of four processes; on 2 idle cores each takes ~15 s,
 most of it importing torch in five processes.
@@ -12,73 +12,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import warnings
 from pathlib import Path
 
 import pytest
+from labrun import EXAMPLES, WORLD, torchrun
 
-with warnings.catch_warnings():
-    # A torch wheel without numpy warns once at import ("Failed to initialize NumPy:
-    # No module named 'numpy'"); the examples do not need numpy, so that warning is
-    # the one ignored here (the project's pytest turns every warning into an error).
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-    import torch  # noqa: F401  (`make test` installs it: a missing torch fails, never skips)
+from calc import collectives as calc
 
-import torch.distributed as dist  # noqa: E402
-
-from calc import collectives as calc  # noqa: E402
-
-assert dist.is_available() and dist.is_gloo_available(), "this torch build has no torch.distributed with gloo"
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-WORLD = 4
-TIMEOUT_S = 240
 NATIVE_ROOT = 1  # a root other than 0, so a src/dst mix-up would show
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m torch.distributed.run --nproc_per_node=4 examples/<script> <args>` on
-    the CPU: gloo, loopback, one OpenMP thread per process. Deprecated torch APIs
-    (FutureWarning) are errors in the children, so the examples stay on current APIs."""
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "CUDA_VISIBLE_DEVICES": "",  # CPU and gloo even on a machine with GPUs
-        "PYTHONWARNINGS": "error::FutureWarning",
-    }
-    if Path("/sys/class/net/lo").exists():
-        env["GLOO_SOCKET_IFNAME"] = "lo"  # gloo on 127.0.0.1, not the host's address
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run",
-        f"--nproc_per_node={WORLD}", "--master_addr=127.0.0.1", f"--master_port={free_port()}",
-        str(EXAMPLES / script), *args,
-    ]
-    # A session of its own, so a hung run is killed with all four workers.
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{script} did not finish in {TIMEOUT_S} s\n{out[-3000:]}\n{err[-3000:]}")
-    assert proc.returncode == 0, (
-        f"{' '.join(cmd)} exited {proc.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-6000:]}"
-    )
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def load_ranks(prefix: Path) -> list[dict]:
@@ -230,60 +172,3 @@ def test_bandwidth_table_printed(bandwidth_run: tuple[dict, str]) -> None:
     for row in data["rows"]:
         line = rf"^\s+{row['size_bytes']}\s+{row['count']}\s+{row['time_s'] * 1e6:.1f}\s"
         assert re.search(line, tables[row["op"]], re.M), (row, tables[row["op"]])
-
-
-# ---------------------------------------------------------------- data_parallel.py
-
-
-@pytest.fixture(scope="module")
-def data_parallel_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
-    path = tmp_path_factory.mktemp("dp") / "dp.json"
-    done = torchrun("data_parallel.py", "--steps", "3", "--json", str(path))
-    return json.loads(path.read_text(encoding="utf-8")), done.stdout
-
-
-def checks_of(report: dict) -> dict[str, dict]:
-    return {check["name"]: check for check in report["checks"]}
-
-
-def test_data_parallel_three_ways_equal_one_process(data_parallel_run: tuple[dict, str]) -> None:
-    report, stdout = data_parallel_run
-    assert report["lab"] == "data_parallel" and report["world_size"] == WORLD and report["backend"] == "gloo"
-    assert all(check["ok"] for check in report["checks"]), stdout
-    checks = checks_of(report)
-    for way in ("naive", "buckets", "ddp"):
-        assert checks[f"{way}: max |parameter - one process|"]["measured"] <= 1e-5
-
-
-def test_data_parallel_model_has_megatrons_parameter_count(data_parallel_run: tuple[dict, str]) -> None:
-    """The lab's GPT is Megatron's layout: calc's count (Narayanan et al. 2021, Eq. 2, which
-    leaves out the final LayerNorm's 2h) plus that LayerNorm."""
-    from calc.models import megatron_param_count
-
-    report, _ = data_parallel_run
-    c = report["config"]
-    expected = megatron_param_count(layers=c["layers"], hidden=c["hidden"], vocab=c["vocab"], seq_len=c["seq_len"])
-    assert checks_of(report)["parameters"]["measured"] == expected + 2 * c["hidden"]
-
-
-def test_data_parallel_all_reduces_the_gradient_bytes_of_calc(data_parallel_run: tuple[dict, str]) -> None:
-    """Each way all-reduces exactly the gradient per rank per step: calc's gradient_bytes
-    (2 bytes per parameter, fp16) scaled to the lab's fp32 gradients."""
-    from calc.data_parallel import gradient_bytes
-    from calc.memory import GRAD_BYTES
-
-    report, _ = data_parallel_run
-    checks = checks_of(report)
-    params = checks["parameters"]["measured"]
-    expected = gradient_bytes(params) / GRAD_BYTES * report["config"]["grad_dtype_bytes"]
-    for way in ("naive", "buckets", "ddp"):
-        assert checks[f"{way}: bytes all-reduced per rank per step"]["measured"] == expected
-
-
-def test_buckets_need_fewer_collectives_and_start_during_backward(data_parallel_run: tuple[dict, str]) -> None:
-    checks = checks_of(data_parallel_run[0])
-    naive = checks["naive: collectives per step (one per parameter tensor)"]["measured"]
-    buckets = checks["buckets: collectives per step (one per bucket)"]["measured"]
-    assert 1 < buckets < naive and checks["ddp: collectives per step"]["measured"] < naive
-    ready = checks["buckets: gradients ready before the first bucket leaves"]
-    assert ready["measured"] < ready["expected"]  # the first all-reduce overlaps backward

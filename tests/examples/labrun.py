@@ -1,0 +1,105 @@
+"""Run an example or lab the way a reader does, and read its report.
+
+`torchrun(script, *args, world=4)` launches `python -m torch.distributed.run
+--nproc_per_node=world examples/<script>` on the CPU (gloo on 127.0.0.1, one OpenMP
+thread per process) and fails the test with the script's output when it exits non-zero
+or hangs; `python_run(script, *args)` runs a one-process lab. `lab_report` reads the
+JSON a lab writes with `--json`, and `checks_of` indexes its checks by name.
+
+The tests recompute every expected figure from calc: a lab never imports calc (a
+reader copies one file), so the test is what ties the lab to the book's formulas.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+with warnings.catch_warnings():
+    # A torch wheel without numpy warns once at import ("Failed to initialize NumPy:
+    # No module named 'numpy'"); the examples do not need numpy, so that warning is
+    # the one ignored here (the project's pytest turns every warning into an error).
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+    import torch  # noqa: F401  (`make test` installs it: a missing torch fails, never skips)
+
+import torch.distributed as dist  # noqa: E402
+
+assert dist.is_available() and dist.is_gloo_available(), "this torch build has no torch.distributed with gloo"
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+WORLD = 4
+TIMEOUT_S = 240
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    """CPU and gloo even on a machine with GPUs; deprecated torch APIs (FutureWarning)
+    are errors in the children, so the examples stay on current APIs."""
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONWARNINGS": "error::FutureWarning",
+    }
+    if Path("/sys/class/net/lo").exists():
+        env["GLOO_SOCKET_IFNAME"] = "lo"  # gloo on 127.0.0.1, not the host's address
+    return env
+
+
+def _run(cmd: list[str], label: str) -> subprocess.CompletedProcess[str]:
+    # A session of its own, so a hung run is killed with all its workers.
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), text=True, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{label} did not finish in {TIMEOUT_S} s\n{out[-3000:]}\n{err[-3000:]}")
+    assert proc.returncode == 0, (
+        f"{' '.join(cmd)} exited {proc.returncode}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-6000:]}"
+    )
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def torchrun(script: str, *args: str, world: int = WORLD) -> subprocess.CompletedProcess[str]:
+    """`torchrun --nproc_per_node=world examples/<script> <args>` on the CPU."""
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run",
+        f"--nproc_per_node={world}", "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+        str(EXAMPLES / script), *args,
+    ]
+    return _run(cmd, script)
+
+
+def python_run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python examples/<script> <args>`: a one-process lab."""
+    return _run([sys.executable, str(EXAMPLES / script), *args], script)
+
+
+def lab_report(path: Path, lab: str, world: int) -> dict:
+    """The lab's JSON report, after checking its envelope."""
+    report = json.loads(path.read_text(encoding="utf-8"))
+    assert report["lab"] == lab and report["world_size"] == world, report
+    assert report["checks"] and all({"name", "measured", "expected", "ok"} <= set(c) for c in report["checks"])
+    return report
+
+
+def checks_of(report: dict) -> dict[str, dict]:
+    names = [check["name"] for check in report["checks"]]
+    assert len(names) == len(set(names)), f"two checks share a name: {names}"
+    return {check["name"]: check for check in report["checks"]}
