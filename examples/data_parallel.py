@@ -40,6 +40,8 @@ LAYERS, HIDDEN, HEADS, VOCAB, SEQ_LEN = 2, 64, 4, 128, 32
 GLOBAL_BATCH = 8  # sequences per step, split evenly over the ranks
 INIT_SEED, DATA_SEED = 1234, 99
 TOLERANCE = 1e-5  # largest |difference| of a parameter after the steps (fp32, summation order)
+STEPS = 3  # training steps each way; every rank must end where one process ends
+BUCKET_KB = 64  # bucket size of (b) and (c); DDP's own default is 25 MiB
 
 
 class Block(nn.Module):
@@ -107,6 +109,7 @@ def one_process(data: list, device: torch.device) -> GPT:
 
 
 # (a) The naive loop -----------------------------------------------------------------------
+# --8<-- [start:naive]
 def train_naive(data: list, rank: int, world: int, device: torch.device) -> tuple[GPT, list[int], list[int]]:
     model = build(INIT_SEED + rank, device)  # each rank starts different ...
     for p in model.parameters():
@@ -125,9 +128,11 @@ def train_naive(data: list, rank: int, world: int, device: torch.device) -> tupl
         sent.append(b)
         opt.step()
     return model, calls, sent
+# --8<-- [end:naive]
 
 
 # (b) Buckets all-reduced during backward --------------------------------------------------
+# --8<-- [start:buckets]
 class Buckets:
     """Gradients grouped into buckets of about `bucket_bytes`, in the order backward
     produces them (the reverse of the forward); a bucket is all-reduced, without
@@ -175,6 +180,7 @@ class Buckets:
             calls, sent = calls + 1, sent + flat.numel() * flat.element_size()
         self._reset()
         return calls, sent
+# --8<-- [end:buckets]
 
 
 def train_buckets(data: list, rank: int, world: int, device: torch.device,
@@ -197,6 +203,7 @@ def train_buckets(data: list, rank: int, world: int, device: torch.device,
 
 
 # (c) DistributedDataParallel --------------------------------------------------------------
+# --8<-- [start:ddp]
 def train_ddp(data: list, rank: int, world: int, device: torch.device,
               bucket_bytes: int) -> tuple[nn.Module, list[int], list[int]]:
     model = build(INIT_SEED + rank, device)  # DDP broadcasts rank 0's weights itself
@@ -222,6 +229,7 @@ def train_ddp(data: list, rank: int, world: int, device: torch.device,
         sent.append(count["bytes"])
         opt.step()
     return ddp.module, calls, sent
+# --8<-- [end:ddp]
 
 
 def max_difference(a: nn.Module, b: nn.Module) -> float:
@@ -230,8 +238,8 @@ def max_difference(a: nn.Module, b: nn.Module) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Data parallelism three ways, checked against one process.")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--bucket-kb", type=float, default=64, help="bucket size of (b) and (c), in KiB")
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--bucket-kb", type=float, default=BUCKET_KB, help="bucket size of (b) and (c), in KiB")
     parser.add_argument("--json", help="rank 0 writes the checks to this file")
     args = parser.parse_args()
 
@@ -290,7 +298,7 @@ def main() -> None:
             report = {"lab": "data_parallel", "world_size": world, "backend": dist.get_backend(),
                       "config": {"layers": LAYERS, "hidden": HIDDEN, "heads": HEADS, "vocab": VOCAB,
                                  "seq_len": SEQ_LEN, "global_batch": GLOBAL_BATCH, "steps": args.steps,
-                                 "bucket_bytes": bucket_bytes, "grad_dtype_bytes": 4},
+                                 "bucket_kb": args.bucket_kb, "tolerance": TOLERANCE, "bucket_bytes": bucket_bytes, "grad_dtype_bytes": 4},
                       "checks": results}
             with open(args.json, "w", encoding="utf-8") as out:
                 json.dump(report, out, indent=1)

@@ -33,6 +33,7 @@ def malay_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproce
     """The copy (mkdocs.yml, docs/, i18n/) with ``ms`` added, and its build's result."""
     tmp = tmp_path_factory.mktemp("third-language")
     shutil.copytree(ROOT / "docs", tmp / "docs")
+    shutil.copytree(ROOT / "examples", tmp / "examples")  # the lab pages include their code
     shutil.copytree(ROOT / "i18n", tmp / "i18n", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     # 1. the catalog: Indonesian strings, Malay name and banner
     ms = (tmp / "i18n" / "id.yml").read_text(encoding="utf-8")

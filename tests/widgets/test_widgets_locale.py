@@ -35,6 +35,8 @@ from widgets.build.native import locale
         ("id", "flops_per_s", 150e12, "150 TFLOP/s"),
         ("id", "number", 16.5, "16,5"),
         ("zh", "number", 21.0, "21"),
+        ("id", "scientific", 1e-5, "1,0 × 10⁻⁵"),
+        ("zh", "scientific", 2.5e-7, "2.5 × 10⁻⁷"),
         ("id", "yesno", 1, "Ya"),
         ("zh", "yesno", 0, "否"),
     ],

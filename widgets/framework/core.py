@@ -93,16 +93,33 @@ def _query(state: Mapping[str, str]) -> str:
     return "&".join(f"{k}={v}" for k, v in state.items())
 
 
-def format_value(name: str, key: str, overrides: Mapping[str, Any], loc: Locale) -> str:
-    """One output formatted for prose (the `{{ widget.key }}` macro); errors are ValueError."""
-    module = widget_module(name)
-    if key not in module.OUTPUTS:
-        raise ValueError(f"widget {name} has no output {key!r}; it has {', '.join(module.OUTPUTS)}")
+def named_values(name: str, overrides: Mapping[str, Any]) -> tuple[Mapping[str, str], dict[str, float]]:
+    """What a macro or an exercise answer can name: (output -> kind, output -> value) of a
+    widget at its defaults with `overrides`, or of a lab's figures (`lab-<lab>`, see
+    `widgets.labs`). Errors are ValueError, naming the widget or lab and the setting."""
+    if name.startswith("lab-"):
+        from ..labs import LABS, figures  # only a lab page needs them
+
+        lab = name[len("lab-"):]
+        if lab not in LABS:
+            raise ValueError(f"unknown lab {lab!r}; known: {', '.join(LABS)}")
+        return LABS[lab].OUTPUTS, figures(lab, overrides)
+    if name not in REGISTRY:
+        raise ValueError(f"unknown widget {name!r}; known: {', '.join(REGISTRY)}")
     try:
         _, values = evaluate(name, overrides)
     except StateError as error:
         raise ValueError(f"widget {name}: {error.key} {error.params}") from None
-    return loc.format(module.OUTPUTS[key], values[key])
+    return REGISTRY[name].OUTPUTS, values
+
+
+def format_value(name: str, key: str, overrides: Mapping[str, Any], loc: Locale) -> str:
+    """One output formatted for prose (the `{{ widget.key }}` macro); errors are ValueError."""
+    kinds, values = named_values(name, overrides)
+    if key not in kinds:
+        what = "lab" if name.startswith("lab-") else "widget"
+        raise ValueError(f"{what} {name} has no output {key!r}; it has {', '.join(kinds)}")
+    return loc.format(kinds[key], values[key])
 
 
 def handle(request: Mapping[str, Any], loc: Locale) -> dict[str, Any]:
@@ -115,4 +132,4 @@ def handle(request: Mapping[str, Any], loc: Locale) -> dict[str, Any]:
     return {"ok": out.ok, "html": out.html, "state": out.state, "labels": out.labels}
 
 
-__all__ = ["Output", "evaluate", "format_value", "handle", "render_output", "render_widget"]
+__all__ = ["Output", "evaluate", "format_value", "named_values", "handle", "render_output", "render_widget"]

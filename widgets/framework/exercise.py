@@ -23,14 +23,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .core import evaluate, widget_module
+from .core import named_values
 from .escape import escape
 from .html import attrs, esc
 from .locale import Locale, NumberError, SUPERSCRIPT, plain_number
-from .spec import StateError
 
 #: Output kinds (widgets.framework.spec.OUTPUT_KINDS) that are plain numbers: counts, ratios, fractions.
-DIMENSIONLESS = ("count", "integer", "number", "ratio", "fraction")
+DIMENSIONLESS = ("count", "integer", "number", "scientific", "ratio", "fraction")
 
 
 @dataclass(frozen=True)
@@ -185,26 +184,20 @@ def _unit_list() -> str:
 
 
 def expected(ex: Exercise) -> float:
-    """The answer in the exercise's unit, computed by calc through the widget (exactly
-    what `{{ widget.output … }}` shows, before formatting). ValueError if it cannot be."""
+    """The answer in the exercise's unit, computed by calc through the widget or lab
+    (exactly what `{{ widget.output … }}` shows, before formatting). ValueError if it cannot be."""
     try:
-        module = widget_module(ex.widget)
-    except StateError:
-        from .. import REGISTRY
-
-        raise ExerciseError(f"unknown widget {ex.widget!r}; known: {', '.join(REGISTRY)}") from None
-    kind = module.OUTPUTS.get(ex.output)
+        kinds, values = named_values(ex.widget, dict(ex.overrides))
+    except ValueError as error:
+        raise ExerciseError(str(error)) from None
+    kind = kinds.get(ex.output)
     if kind is None:
-        raise ExerciseError(f"widget {ex.widget} has no output {ex.output!r}; it has {', '.join(module.OUTPUTS)}")
+        raise ExerciseError(f"{'lab' if ex.widget.startswith('lab-') else 'widget'} {ex.widget} has no output {ex.output!r}; it has {', '.join(kinds)}")
     unit = UNITS[ex.unit]
     if kind not in unit.kinds:
         fits = [f"`{code}`" if code else "no unit" for code, u in UNITS.items() if kind in u.kinds]
         raise ExerciseError(f"{ex.widget}.{ex.output} is a {kind} value; unit {ex.unit or 'none'!r} does not measure it "
                             f"(use {', '.join(fits) or 'another output'})")
-    try:
-        _, values = evaluate(ex.widget, dict(ex.overrides))
-    except StateError as error:
-        raise ExerciseError(f"widget {ex.widget}: {error.key} {error.params}") from None
     return float(values[ex.output]) / unit.scale
 
 

@@ -271,6 +271,8 @@ class Locale:
             return self.integer(value)
         if kind == "number":
             return self.number(value)
+        if kind == "scientific":  # a small tolerance such as 1,0 × 10⁻⁵
+            return self.scientific(value)
         if kind == "ratio":
             return self.ratio(value)
         if kind == "fraction":

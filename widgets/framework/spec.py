@@ -17,7 +17,7 @@ from .locale import plain_number
 
 OUTPUT_KINDS = (
     "bytes", "seconds", "flops", "flops_per_s", "bytes_per_s",
-    "count", "integer", "number", "ratio", "fraction", "yesno",
+    "count", "integer", "number", "scientific", "ratio", "fraction", "yesno",
 )
 
 

@@ -1,0 +1,65 @@
+"""Every lab's settings, as the book states them (widgets/labs/<lab>.py CONFIG), are the
+lab file's own constants: the page's figures describe the file a reader runs."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from widgets.labs import LABS, figures
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def constants(path: Path) -> dict[str, object]:
+    """Module-level UPPERCASE names bound to literals (`A, B = 1, 2` included)."""
+    found: dict[str, object] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        pairs = (zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                 else [(target, value)])
+        for name, expr in pairs:
+            if isinstance(name, ast.Name) and name.id.isupper():
+                try:
+                    found[name.id] = ast.literal_eval(expr)
+                except ValueError:
+                    pass  # not a literal (a computed constant)
+    return found
+
+
+def test_every_lab_module_has_its_file() -> None:
+    assert "data_parallel" in LABS
+    for lab in LABS:
+        assert (EXAMPLES / f"{lab}.py").is_file(), lab
+
+
+@pytest.mark.parametrize("lab", list(LABS))
+def test_config_is_the_files_constants(lab: str) -> None:
+    consts = constants(EXAMPLES / f"{lab}.py")
+    config = LABS[lab].CONFIG
+    shared = [key for key in config if key.upper() in consts]
+    assert shared, f"{lab}: no CONFIG key is a constant of examples/{lab}.py"
+    for key in shared:
+        assert config[key] == consts[key.upper()], f"{lab}: CONFIG[{key!r}] = {config[key]!r}, the file says {consts[key.upper()]!r}"
+    assert isinstance(config.get("world_size"), int) and config["world_size"] >= 1
+
+
+@pytest.mark.parametrize("lab", list(LABS))
+def test_figures_are_numbers_of_declared_kinds(lab: str) -> None:
+    values = figures(lab)
+    assert set(values) == set(LABS[lab].OUTPUTS)
+    for key, value in values.items():
+        assert isinstance(value, (int, float)) and value == value, (lab, key, value)
+
+
+def test_a_bad_override_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="no setting 'bucket'"):
+        figures("data_parallel", {"bucket": "3"})
+    with pytest.raises(ValueError, match="bucket_kb='x' is not a int"):
+        figures("data_parallel", {"bucket_kb": "x"})
+    with pytest.raises(ValueError, match="unknown lab"):
+        figures("nope")
