@@ -194,3 +194,24 @@ def test_without_javascript_the_question_and_its_solution_remain(browser: Any, s
         assert re.search(r"\S", solution.locator("summary").inner_text())
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_a_lab_pages_answers_are_checked_by_the_labs_figures_in_the_worker(
+    page: Any, site_url: str, built_site: Path, lang: str
+) -> None:
+    """A lab page's exercises name a lab's figures (`lab-data_parallel.buckets bucket_kb=16`):
+    the worker computes them with widgets.labs and calc, as the build did."""
+    labs = sorted(p.parent.name for p in built_site.glob("lab-*/index.html"))
+    assert "lab-data-parallel" in labs
+    with_stall_timeout(page, "lab-data-parallel/", BOOT_MS)
+    page.goto(site_url + PREFIX[lang] + "lab-data-parallel/")
+    forms = page.locator("form.w-exercise").evaluate_all("fs => fs.map(f => [f.dataset.exercise, f.dataset.answer, f.dataset.spec])")
+    assert len(forms) >= 3 and all(spec.startswith("lab-") for _, _, spec in forms)
+    for ident, answer, _ in forms:
+        form = f'form.w-exercise[data-exercise="{ident}"]'
+        page.wait_for_selector(f'{form}[data-status="idle"]')
+        text = typed_answer(float(answer), lang)
+        assert submit(page, form, text) == "correct", page.inner_text(f'{form} [data-region="feedback"]')
+        assert_native_message(page, form, text, lang)
+        assert solution_open(page, form)
