@@ -60,10 +60,11 @@ check: $(VENV)/.installed
 	$(PY) -m i18n check
 
 # The labs' tests run under torchrun: PyTorch's CPU build, pinned (a plain `torch`
-# would fetch a CUDA build of several GB).
-TORCH := torch==2.13.0
+# would fetch a CUDA build of several GB), and numpy, which torch 2.13's
+# torch.distributed.tensor.debug (CommDebugMode, used by the labs) imports.
+TORCH := torch==2.13.0 numpy==2.4.6
 $(VENV)/.torch: $(VENV)/.installed
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
+	$(PY) -c "import torch, numpy" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
 	touch $@
 
 test: install $(VENV)/.torch

@@ -16,6 +16,9 @@ heads, s sequence length, b micro-batch size, t tensor-parallel size:
 The MLP term assumes the paper's 4h GELU MLP; Llama's SwiGLU MLP differs slightly,
 and FlashAttention removes the s² term altogether (neither is modelled here).
 
+``activation_terms_per_layer`` lists the terms of Sec. 4.1 one by one (what each stores
+and its bytes), the breakdown behind Eq. 1.
+
 Beyond Table 2: the peak with full recomputation (the checkpoints plus the one layer
 being rematerialized, Chen et al. 2016), the attention-score bytes that selective
 recomputation drops, and the extra compute each recomputation mode costs (Korthikanti
@@ -23,6 +26,8 @@ et al. 2022, Appendix A; Narayanan et al. 2021, Appendix).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ._check import (
     MAX_BATCH,
@@ -37,8 +42,10 @@ from ._check import (
 
 __all__ = [
     "RECOMPUTE_MODES",
+    "ActivationTerm",
     "activation_bytes",
     "activation_bytes_per_layer",
+    "activation_terms_per_layer",
     "attention_score_bytes_per_layer",
     "attention_score_factor",
     "peak_activation_bytes",
@@ -95,6 +102,93 @@ def activation_bytes_per_layer(
     if sp:
         return sbh / t * (34.0 + attention_scores)
     return sbh * (10.0 + 24.0 / t + attention_scores / t)
+
+
+@dataclass(frozen=True)
+class ActivationTerm:
+    """One term of Korthikanti et al. 2022, Sec. 4.1: a tensor (or, for Q and K, a pair)
+    that one layer stores for the backward pass.
+
+    ``key`` names it (``"qkv_input"``, ``"softmax_output"``, ...); ``block`` is
+    ``"attention"``, ``"mlp"`` or ``"layernorm"``; ``formula`` is its size as the paper
+    writes it (``"2sbh"``, ``"as²b"``); ``bytes`` is that size for the given shape;
+    ``attention_scores`` is True for the three s × s terms (softmax output, its dropout
+    mask, the dropout output), which selective recomputation drops (Sec. 5).
+    """
+
+    key: str
+    block: str
+    formula: str
+    bytes: float
+    attention_scores: bool
+
+
+# Korthikanti et al. 2022, Sec. 4.1, in the paper's order: (key, block, coefficient of
+# s·b·h, coefficient of a·s²·b). 16-bit activations are 2 bytes per element, a dropout
+# mask 1 byte per element.
+_TERMS = (
+    ("qkv_input", "attention", 2, 0),  # input of the QKV projection: 2sbh
+    ("query_key", "attention", 4, 0),  # Q and K, inputs of QKᵀ: 4sbh
+    ("softmax_output", "attention", 0, 2),  # softmax output, s × s per head: 2as²b
+    ("softmax_dropout_mask", "attention", 0, 1),  # mask of the dropout after softmax: as²b
+    ("softmax_dropout_output", "attention", 0, 2),  # that dropout's output, input of ·V: 2as²b
+    ("value", "attention", 2, 0),  # V: 2sbh
+    ("projection_input", "attention", 2, 0),  # input of the output projection: 2sbh
+    ("projection_dropout_mask", "attention", 1, 0),  # mask of the dropout after it: sbh
+    ("fc1_input", "mlp", 2, 0),  # input of the first linear: 2sbh
+    ("gelu_input", "mlp", 8, 0),  # input of GELU, 4h wide: 8sbh
+    ("fc2_input", "mlp", 8, 0),  # input of the second linear: 8sbh
+    ("mlp_dropout_mask", "mlp", 1, 0),  # mask of the MLP's dropout: sbh
+    ("attention_layernorm_input", "layernorm", 2, 0),  # the layer's input: 2sbh
+    ("mlp_layernorm_input", "layernorm", 2, 0),  # input of the second LayerNorm: 2sbh
+)
+
+
+def _formula(sbh: int, as2b: int) -> str:
+    """The paper's notation of a size: 2sbh, sbh, 2as²b, as²b."""
+    if as2b:
+        return f"{as2b if as2b > 1 else ''}as²b"
+    return f"{sbh if sbh > 1 else ''}sbh"
+
+
+def activation_terms_per_layer(
+    *,
+    hidden: int,
+    heads: int,
+    seq_len: int,
+    micro_batch: int,
+    recompute: str = "none",
+) -> tuple[ActivationTerm, ...]:
+    """The terms one transformer layer stores for the backward pass, one by one, without
+    tensor parallelism (Korthikanti et al. 2022, Sec. 4.1), in bytes:
+
+    * attention block, 11·s·b·h + 5·a·s²·b: QKV input 2sbh, Q and K 4sbh, softmax output
+      2as²b, its dropout mask as²b, the dropout output 2as²b, V 2sbh, the projection's
+      input 2sbh, the dropout mask after it sbh;
+    * MLP block, 19·s·b·h: fc1 input 2sbh, GELU input 8sbh, fc2 input 8sbh, dropout mask
+      sbh;
+    * the two LayerNorms' inputs, 2sbh each (4sbh).
+
+    ``recompute`` keeps the terms a mode stores: ``"none"`` all fourteen (they sum to
+    Eq. 1, s·b·h·(34 + 5·a·s/h)); ``"selective"`` all but the three attention-score
+    terms, which are rerun in the backward pass (Sec. 5; 34·s·b·h); ``"full"`` only the
+    first LayerNorm's input, which is the layer's input (Table 2, 2·s·b·h). The sum of
+    ``bytes`` equals ``activation_bytes_per_layer`` with t = 1 in every mode. Llama 2 7B,
+    one 4,096-token sequence: the softmax output is 2·32·4096² = 1.074e9 bytes.
+    """
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    a = check_int("heads", heads, 1, MAX_HEADS)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    sbh, as2b = float(s) * b * h, float(a) * s * s * b
+    terms = tuple(ActivationTerm(key, block, _formula(c_sbh, c_as2b), c_sbh * sbh + c_as2b * as2b, c_as2b > 0)
+                  for key, block, c_sbh, c_as2b in _TERMS)
+    if mode == "selective":
+        return tuple(term for term in terms if not term.attention_scores)
+    if mode == "full":
+        return tuple(term for term in terms if term.key == "attention_layernorm_input")
+    return terms
 
 
 def activation_bytes(

@@ -32,10 +32,12 @@ __all__ = [
     "DEFAULT_MODEL",
     "MEGATRON_MODELS",
     "MODELS",
+    "MegatronForwardFlops",
     "ModelConfig",
     "get_model",
     "layer_param_count",
     "megatron_flops_per_iteration",
+    "megatron_forward_flops",
     "megatron_param_count",
     "param_count",
 ]
@@ -253,6 +255,73 @@ def megatron_param_count(*, layers: int, hidden: int, vocab: int, seq_len: int) 
     return 12 * l * h * h + 13 * l * h + (v + s) * h
 
 
+@dataclass(frozen=True)
+class MegatronForwardFlops:
+    """FLOP of one forward pass of a GPT over B sequences, matmul by matmul, as
+    Narayanan et al. 2021 list them (Appendix, "Floating-point operations"); each field
+    is summed over the l layers, except ``logits`` (the output head, once).
+
+    ``qkv`` 6·B·s·h² per layer (key, query and value transformation), ``scores``
+    2·B·s²·h (attention matrix QKᵀ), ``context`` 2·B·s²·h (attention over values),
+    ``proj`` 2·B·s·h² (post-attention linear projection), ``fc1`` and ``fc2`` 8·B·s·h²
+    each (the MLP's h → 4h and 4h → h, the paper's 16·B·s·h²), ``logits`` 2·B·s·h·V.
+    A multiply-add counts 2 FLOP; bias adds, softmax, LayerNorm and GELU are left out.
+    """
+
+    qkv: int
+    scores: int
+    context: int
+    proj: int
+    fc1: int
+    fc2: int
+    logits: int
+
+    @property
+    def linear(self) -> int:
+        """The four weight matmuls of the layers: l·24·B·s·h²."""
+        return self.qkv + self.proj + self.fc1 + self.fc2
+
+    @property
+    def attention(self) -> int:
+        """The two attention-score matmuls of the layers: l·4·B·s²·h."""
+        return self.scores + self.context
+
+    @property
+    def transformer(self) -> int:
+        """The layers' forward pass, l·(24·B·s·h² + 4·B·s²·h): what full recomputation reruns."""
+        return self.linear + self.attention
+
+    @property
+    def total(self) -> int:
+        """The whole forward pass: the layers plus the logits."""
+        return self.transformer + self.logits
+
+
+def megatron_forward_flops(
+    *, layers: int, hidden: int, vocab: int, seq_len: int, global_batch: int
+) -> MegatronForwardFlops:
+    """One forward pass of Narayanan et al. 2021's GPT over ``global_batch`` sequences,
+    term by term (their Appendix; see ``MegatronForwardFlops``), in integers:
+
+        l·(24·B·s·h² + 4·B·s²·h) + 2·B·s·h·V.
+
+    Tiny GPT (l 2, h 64, V 128, s 32, B 8): 50,331,648 FLOP in the linear layers,
+    4,194,304 in attention, 4,194,304 in the logits.
+    """
+    l, h, v, s = _check_megatron(layers, hidden, vocab, seq_len)
+    b = check_int("global_batch", global_batch, 1, MAX_BATCH)
+    tokens = b * s
+    return MegatronForwardFlops(
+        qkv=l * 6 * tokens * h * h,
+        scores=l * 2 * tokens * s * h,
+        context=l * 2 * tokens * s * h,
+        proj=l * 2 * tokens * h * h,
+        fc1=l * 8 * tokens * h * h,
+        fc2=l * 8 * tokens * h * h,
+        logits=2 * tokens * h * v,
+    )
+
+
 def megatron_flops_per_iteration(
     *,
     layers: int,
@@ -284,12 +353,14 @@ def megatron_flops_per_iteration(
 
     the count of ``calc.activations.recompute_overhead`` (Korthikanti et al.'s Eq. 8
     adds three times as much, see ``calc.activations.selective_overhead_eq8``).
+
+    Computed in integers from the derivation's terms (``megatron_forward_flops``), so it
+    is the exact count (the closed forms above round in floating point: 72·(…) gives
+    176,160,767.99999997 for l 2, h 64, V 128, s 32, B 8 instead of 176,160,768).
     """
-    l, h, v, s = _check_megatron(layers, hidden, vocab, seq_len)
-    b = check_int("global_batch", global_batch, 1, MAX_BATCH)
+    forward = megatron_forward_flops(layers=layers, hidden=hidden, vocab=vocab, seq_len=seq_len,
+                                     global_batch=global_batch)
     mode = check_choice("recompute", recompute, RECOMPUTE_MODES)
-    if mode == "full":
-        return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
-    if mode == "selective":
-        return 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + s / (18.0 * h) + v / (12.0 * l * h))
-    return 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h))
+    # forward + backward (twice the forward) of everything, then what is rerun
+    rerun = {"none": 0, "selective": forward.attention, "full": forward.transformer}[mode]
+    return float(3 * forward.total + rerun)

@@ -7,9 +7,18 @@ columns (each GPU applies the nonlinearity to its own slice), the second by rows
 layer that costs two all-reduces of the s·b·h activations in the forward pass
 (after attention, after the MLP) and two in the backward pass (Fig. 4, operators
 f and g). Each GPU holds 1/t of the layer's weights and of the training state.
+
+Sequence parallelism (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+Large Transformer Models", Sec. 4.2.2, Fig. 5) replaces each all-reduce by an
+all-gather and a reduce-scatter of the same tensor, so the bytes stay the same. The
+LayerNorms and the biases of the row-parallel matrices are whole on every GPU, and a
+fully sharded data-parallel axis (FSDP, ZeRO-3) splits what each GPU holds again,
+dimension 0 in chunks (``shard_rows``).
 """
 
 from __future__ import annotations
+
+import math
 
 from ._check import (
     MAX_BATCH,
@@ -21,6 +30,7 @@ from ._check import (
     MAX_OPTIMIZER_BYTES,
     MAX_PARAMS,
     MAX_SEQ_LEN,
+    check_choice,
     check_int,
     check_real,
 )
@@ -31,15 +41,24 @@ from .memory import ACTIVATION_BYTES, GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 
 __all__ = [
     "ALL_REDUCES_PER_LAYER",
+    "SP_ALL_GATHERS_PER_LAYER",
+    "SP_REDUCE_SCATTERS_PER_LAYER",
     "comm_over_compute",
     "comm_seconds",
     "compute_seconds_per_layer",
+    "replicated_params_per_layer",
     "sent_per_gpu_layer_bytes",
+    "shard_rows",
+    "split_params_per_layer",
     "state_per_gpu_bytes",
     "weights_per_gpu_layer",
 ]
 
 ALL_REDUCES_PER_LAYER = 4  # Shoeybi et al. 2019, Sec. 3 / Fig. 4: 2 forward + 2 backward
+# Korthikanti et al. 2022, Sec. 4.2.2 / Fig. 5: with sequence parallelism each of the 4
+# all-reduces becomes an all-gather (g) and a reduce-scatter (ḡ): 2 + 2 forward, 2 + 2 backward.
+SP_ALL_GATHERS_PER_LAYER = 4
+SP_REDUCE_SCATTERS_PER_LAYER = 4
 _FLOPS = GPUS["illustrative"].flops_per_s  # 150e12, seed 000 (illustrative)
 _NVLINK = LINKS["nvlink"].bytes_per_s  # 450e9, seed 000
 
@@ -67,7 +86,7 @@ def state_per_gpu_bytes(
 
 
 def sent_per_gpu_layer_bytes(
-    *, hidden: int, seq_len: int, micro_batch: int = 1, tp: int
+    *, hidden: int, seq_len: int, micro_batch: int = 1, tp: int, sequence_parallel: bool = False
 ) -> float:
     """Bytes each GPU sends per layer, forward and backward, for b sequences:
 
@@ -75,12 +94,75 @@ def sent_per_gpu_layer_bytes(
 
     (Shoeybi et al. 2019 Fig. 4; ring cost from nccl-tests PERFORMANCE.md).
     Llama 2 7B (s = h = 4096), t = 4, b = 1: 201.3e6.
+
+    With ``sequence_parallel`` (Korthikanti et al. 2022, Sec. 4.2.2): 4 all-gathers and
+    4 reduce-scatters of the whole s·b·h tensor, each (t−1)/t of it per GPU,
+
+        (4 + 4) × (t−1)/t × s·b·h × 2 bytes,
+
+    the same bytes ("the communication bandwidth used for tensor parallelism and tensor
+    together with sequence parallelism are the same").
     """
     h = check_int("hidden", hidden, 1, MAX_HIDDEN)
     s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
     b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    t = _tp(tp)
+    sp = check_choice("sequence_parallel", sequence_parallel, (False, True))
     message = float(s) * b * h * ACTIVATION_BYTES
-    return ALL_REDUCES_PER_LAYER * bus_factor("all_reduce", _tp(tp)) * message
+    if sp:
+        return math.fsum([
+            SP_ALL_GATHERS_PER_LAYER * bus_factor("all_gather", t) * message,
+            SP_REDUCE_SCATTERS_PER_LAYER * bus_factor("reduce_scatter", t) * message,
+        ])
+    return ALL_REDUCES_PER_LAYER * bus_factor("all_reduce", t) * message
+
+
+def split_params_per_layer(hidden: int) -> int:
+    """Parameters of one GPT layer (4h MLP, biases) that tensor parallelism splits t
+    ways (Shoeybi et al. 2019, Sec. 3, Fig. 3): the QKV, output-projection and two MLP
+    weights, 3h² + h² + 4h² + 4h², and the biases of the column-parallel QKV and first
+    MLP matrix, 3h + 4h:
+
+        12h² + 7h.
+
+    With ``replicated_params_per_layer`` it adds up to the layer's 12h² + 13h
+    (Narayanan et al. 2021, Eq. 2). h = 64: 49,600."""
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    return 12 * h * h + 7 * h
+
+
+def replicated_params_per_layer(hidden: int) -> int:
+    """Parameters of one GPT layer that every tensor-parallel GPU holds whole: the two
+    LayerNorms' weights and biases, 4h, and the biases of the row-parallel output
+    projection and second MLP matrix, 2h, which are added once, after the partial sums
+    are all-reduced (Shoeybi et al. 2019, Sec. 3):
+
+        6h.
+
+    ``weights_per_gpu_layer`` counts them as split; exactly, a GPU holds
+    split_params_per_layer / t + 6h. h = 64: 384."""
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    return 6 * h
+
+
+def shard_rows(*, rows: int, dp: int, dp_rank: int = 0) -> int:
+    """Rows of dimension 0 of one parameter that data-parallel rank i = ``dp_rank``
+    holds under full sharding: PyTorch's FSDP2 (``fully_shard``, ZeRO-3's P_os+g+p,
+    Rajbhandari et al. 2019 Sec. 5.3) cuts dimension 0 like ``torch.chunk`` into N_d
+    chunks of c = ceil(rows / N_d) rows, so rank i holds
+
+        min(c, max(0, rows − i·c))
+
+    rows, and pads every rank's storage to c rows (Zhao et al. 2023, "PyTorch FSDP",
+    Sec. 3.2.1: the shards are padded to one size). Rank 0 always holds a whole chunk:
+    its rows are the padded rows of every rank. Under tensor parallelism ``rows`` is
+    dimension 0 of the GPU's tensor-parallel part. 127 rows over N_d = 2: rank 0 64,
+    rank 1 63 (storage 64)."""
+    r = check_int("rows", rows, 1, MAX_PARAMS)
+    n = check_int("dp", dp, 1, MAX_GPUS)
+    i = check_int("dp_rank", dp_rank, 0, n - 1)
+    chunk = -(-r // n)  # ceil in integers
+    return min(chunk, max(0, r - i * chunk))
 
 
 def comm_seconds(sent_bytes: float, bytes_per_s: float = _NVLINK) -> float:

@@ -31,6 +31,7 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     models.megatron_flops_per_iteration: dict(
         layers=96, hidden=12288, vocab=51200, seq_len=2048, global_batch=1536, recompute="full"
     ),
+    models.megatron_forward_flops: dict(layers=96, hidden=12288, vocab=51200, seq_len=2048, global_batch=1536),
     models.get_model: dict(model="llama2-7b"),
     hardware.get_gpu: dict(gpu="h100-sxm"),
     hardware.get_link: dict(link="nvlink"),
@@ -38,6 +39,7 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     memory.training_state_bytes: dict(params=P, optimizer_bytes=12),
     memory.weight_bytes: dict(params=P, bits=4),
     compute.training_flops: dict(params=P, tokens=2e12),
+    compute.non_embedding_params: dict(layers=96, hidden=12288),
     compute.training_seconds: dict(flops=8e22, gpus=64, flops_per_gpu=150e12),
     compute.megatron_training_seconds: dict(params=P, tokens=2e12, gpus=64, flops_per_gpu=150e12),
     activations.activation_bytes_per_layer: dict(
@@ -58,6 +60,7 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     ),
     activations.recompute_overhead: dict(layers=32, hidden=4096, vocab=32000, seq_len=4096, recompute="selective"),
     activations.selective_overhead_eq8: dict(layers=96, hidden=12288, vocab=51200, seq_len=2048),
+    activations.activation_terms_per_layer: dict(hidden=4096, heads=32, seq_len=4096, micro_batch=1, recompute="full"),
     collectives.bus_factor: dict(op="all_reduce", ranks=8),
     collectives.ring_bytes_per_rank: dict(op="all_gather", size_bytes=1e9, ranks=8),
     collectives.ring_all_reduce_bytes_per_rank: dict(size_bytes=1e9, ranks=8),
@@ -88,7 +91,10 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     zero.fits: dict(params=P, dp=8, zero_stage=1, memory_bytes=80e9, optimizer_bytes=12),
     tensor.weights_per_gpu_layer: dict(layer_params=2e8, tp=4),
     tensor.state_per_gpu_bytes: dict(params=P, tp=4, optimizer_bytes=12),
-    tensor.sent_per_gpu_layer_bytes: dict(hidden=4096, seq_len=4096, micro_batch=1, tp=4),
+    tensor.sent_per_gpu_layer_bytes: dict(hidden=4096, seq_len=4096, micro_batch=1, tp=4, sequence_parallel=True),
+    tensor.split_params_per_layer: dict(hidden=4096),
+    tensor.replicated_params_per_layer: dict(hidden=4096),
+    tensor.shard_rows: dict(rows=50257, dp=8, dp_rank=7),
     tensor.comm_seconds: dict(sent_bytes=2e8, bytes_per_s=450e9),
     tensor.compute_seconds_per_layer: dict(
         layer_params=2e8, seq_len=4096, micro_batch=1, tp=4, flops_per_gpu=150e12

@@ -18,7 +18,6 @@ exercise: "halve the bucket size"). `LABS` lists the modules, found like the wid
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from types import ModuleType

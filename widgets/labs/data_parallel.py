@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from calc.collectives import ring_all_reduce_bytes_per_rank
@@ -60,7 +61,7 @@ def compute(config: dict[str, Any]) -> dict[str, float]:
     # Megatron's count (Narayanan et al. 2021, Eq. 2) leaves out the final LayerNorm.
     params = megatron_param_count(layers=config["layers"], hidden=config["hidden"],
                                   vocab=config["vocab"], seq_len=config["seq_len"]) + 2 * config["hidden"]
-    assert params == sum(sizes)
+    assert params == math.fsum(sizes)  # exact: integers far below 2**53
     # calc's gradient is fp16 (ZeRO Sec. 3.1); the lab's is fp32.
     grad = gradient_bytes(params) / GRAD_BYTES * config["grad_dtype_bytes"]
     return {
