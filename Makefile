@@ -70,9 +70,10 @@ $(VENV)/.torch: $(VENV)/.installed
 test: install $(VENV)/.torch
 	$(PY) -m pytest
 
-# Speed figures (prints a table; record them in bench/RESULTS.md).
-bench: install
+# Speed figures (prints two tables, the site's and the labs'; record them in bench/RESULTS.md).
+bench: install $(VENV)/.torch
 	$(PY) bench/run.py
+	$(PY) bench/labs.py
 
 clean:
 	rm -rf site .pytest_cache build *.egg-info
