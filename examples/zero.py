@@ -481,9 +481,11 @@ def main() -> None:
     checks: list[tuple[str, float, float, str]] = [("parameters", psi, VOCAB * HIDDEN + SEQ_LEN * HIDDEN
                                                      + LAYERS * (12 * HIDDEN**2 + 13 * HIDDEN) + 2 * HIDDEN, "==")]
 
-    def per_rank(name: str, values: list, expected: float) -> None:
-        """One figure on every rank: measured is the largest, ok only if all equal expected."""
-        checks.append((name, max(values), expected, "==" if min(values) == max(values) else "!= (ranks differ)"))
+    def per_rank(name: str, values: list, expected: float | list) -> None:
+        """One figure on every rank: measured is the largest, ok only if every rank's equals
+        its expected value (one for all ranks, or a list with one per rank)."""
+        each = expected if isinstance(expected, list) else [expected] * len(values)
+        checks.append((name, max(values), max(each), "==" if values == each else "!= (ranks differ)"))
 
     # The paper's state per rank (Sec. 5, Fig. 1): weights 2Ψ (stage 3: /N), gradients 2Ψ
     # (stages 2, 3: /N), optimizer KΨ/N.
@@ -534,13 +536,19 @@ def main() -> None:
     def dim0_padded(group: list) -> int:  # elements of a group's all-gather, FSDP2's padding included
         return sum(-(-s[0] // world) * world * math.prod(s[1:]) for s in group)
 
+    def dim0_local(r: int) -> int:  # elements rank r's shards really hold: whole rows of ceil(d0/N), the last ranks fewer
+        return sum(max(0, min(-(-s[0] // world), s[0] - r * -(-s[0] // world))) * math.prod(s[1:]) for s in shapes)
+
     fsdp_shard = dim0_padded(shapes) // world
+    local = [dim0_local(r) for r in range(world)]  # Ψ/N each when every dim 0 divides by N
     per_rank("fsdp2: parameter elements per rank (dim 0 padded)", [h[0] // high for h in fsdp_held], fsdp_shard)
-    per_rank("fsdp2: padding elements per rank", [h[0] // high - h[3] for h in fsdp_held], fsdp_shard - psi / world)
+    per_rank("fsdp2: padding elements per rank", [h[0] // high - h[3] for h in fsdp_held], [fsdp_shard - n for n in local])
     per_rank("fsdp2: bytes of weights per rank (fp32 shards)", [h[0] for h in fsdp_held], high * fsdp_shard)
     per_rank("fsdp2: bytes of grads per rank (fp32 shards)", [h[1] for h in fsdp_held], high * fsdp_shard)
-    per_rank("fsdp2: bytes of optimizer per rank (Adam moments)", [h[2] for h in fsdp_held], 2 * high * psi / world)
-    per_rank("fsdp2: bytes of model state per rank", [sum(h[:3]) for h in fsdp_held], (2 * low + k) * psi / world)
+    # Adam's moments are shaped like each rank's local shard: no padding in them.
+    per_rank("fsdp2: bytes of optimizer per rank (Adam moments)", [h[2] for h in fsdp_held], [2 * high * n for n in local])
+    per_rank("fsdp2: bytes of model state per rank", [sum(h[:3]) for h in fsdp_held],
+             [2 * high * fsdp_shard + 2 * high * n for n in local])
     root_shapes = [p.shape for n, p in model.named_parameters() if not n.startswith("blocks.")]
     block_shapes = [p.shape for p in model.blocks[0].parameters()]
     c = fsdp["count"]

@@ -19,33 +19,49 @@ CONFIG: dict[str, Any] = {
 }
 STAGES = (1, 2, 3)
 FP32 = 4  # bytes of an fp32 element: ZeroRedundancyOptimizer's model and FSDP2's shards
+# The lab page sets these figures beside the lab's report, which prints exact integers:
+# bytes and element counts are therefore `integer` (220.672, not 220,7 kB; 49.984, not
+# 5 万), as in the data-parallel lab.
 OUTPUTS = {
-    "parameters": "count",
-    "root_params": "count",
-    "block_params": "count",
+    **{key: "integer" for key in ("layers", "hidden", "heads", "vocab", "seq_len", "global_batch", "steps",
+                                  "world_size", "weight_bytes", "grad_bytes", "optimizer_bytes")},
+    "lr": "scientific",
+    "rel_tolerance": "fraction",
+    "rel_tolerance_fp32": "scientific",
+    "seqs_per_rank": "integer",
+    "parameters": "integer",
+    "parameter_tensors": "integer",
+    "largest_tensor": "integer",
+    "key_bias_elements": "integer",
+    "params_per_rank": "number",
+    "root_params": "integer",
+    "block_params": "integer",
     "units": "integer",
-    **{f"stage{s}_{kind}_bytes": "bytes" for s in STAGES for kind in ("weight", "grad", "optimizer", "state")},
+    "stage0_state_bytes": "integer",
+    **{f"stage{s}_{kind}_bytes": "integer" for s in STAGES for kind in ("weight", "grad", "optimizer", "state")},
     **{f"stage{s}_collectives": "integer" for s in STAGES},
-    **{f"stage{s}_sent_elements": "count" for s in STAGES},
+    "dp_sent_elements": "integer",
+    **{f"stage{s}_sent_elements": "integer" for s in STAGES},
     "stage3_comm_ratio": "ratio",
-    "stage3_peak_unsharded": "count",
-    "zro_shard_largest": "count",
-    "zro_shard_smallest": "count",
+    "stage3_peak_unsharded": "integer",
+    "zro_shard_largest": "integer",
+    "zro_shard_smallest": "integer",
+    "zro_moment_bytes_largest": "integer",
     "zro_imbalance": "ratio",
     "zro_all_reduces": "integer",
-    "zro_all_reduced_elements": "count",
+    "zro_all_reduced_elements": "integer",
     "zro_broadcasts": "integer",
-    "zro_broadcast_elements": "count",
-    "fsdp_shard_elements": "count",
-    "fsdp_padding_elements": "count",
-    "fsdp_weight_bytes": "bytes",
-    "fsdp_grad_bytes": "bytes",
-    "fsdp_optimizer_bytes": "bytes",
-    "fsdp_state_bytes": "bytes",
+    "zro_broadcast_elements": "integer",
+    "fsdp_shard_elements": "integer",
+    "fsdp_padding_elements": "integer",
+    "fsdp_weight_bytes": "integer",
+    "fsdp_grad_bytes": "integer",
+    "fsdp_optimizer_bytes": "integer",
+    "fsdp_state_bytes": "integer",
     "fsdp_all_gathers": "integer",
-    "fsdp_all_gathered_elements": "count",
+    "fsdp_all_gathered_elements": "integer",
     "fsdp_reduce_scatters": "integer",
-    "fsdp_reduce_scattered_elements": "count",
+    "fsdp_reduce_scattered_elements": "integer",
     "fsdp_collectives": "integer",
 }
 
@@ -95,8 +111,15 @@ def compute(config: dict[str, Any]) -> dict[str, float]:
     assert psi == root_params + layers * block_params
     units = layers + 1
     psi_padded = padded(root_params, n) + layers * padded(block_params, n)  # = psi when each unit divides by N
-    out: dict[str, float] = {"parameters": psi, "root_params": root_params, "block_params": block_params,
-                             "units": units}
+    out: dict[str, float] = {key: config[key] for key in OUTPUTS if key in config}  # the settings
+    sizes = [math.prod(s) for s in root + block * layers]
+    out |= {"seqs_per_rank": config["global_batch"] // n,
+            "parameters": psi, "parameter_tensors": len(sizes), "largest_tensor": max(sizes),
+            "key_bias_elements": layers * config["hidden"],  # the middle third of each qkv.bias
+            "params_per_rank": psi / n, "root_params": root_params, "block_params": block_params, "units": units,
+            "stage0_state_bytes": state_per_gpu_bytes(params=psi, dp=n, zero_stage=0,
+                                                      optimizer_bytes=config["optimizer_bytes"]),
+            "dp_sent_elements": sent_per_gpu_elements(params=psi, dp=n, zero_stage=0)}
     for s in STAGES:
         # ZeRO Sec. 5 / Fig. 1 with calc's fp16 weights and gradients (2 bytes), scaled
         # to the lab's dtypes (bf16: the same 2 bytes).
@@ -115,6 +138,7 @@ def compute(config: dict[str, Any]) -> dict[str, float]:
 
     shares = zero_redundancy_partition(config)
     out |= {"zro_shard_largest": max(shares), "zro_shard_smallest": min(shares), "zro_imbalance": max(shares) / (psi / n),
+            "zro_moment_bytes_largest": 2 * FP32 * max(shares),  # Adam's two fp32 moments per owned parameter
             # DDP all-reduces every fp32 gradient in buckets of ddp_bucket_bytes; the
             # optimizer broadcasts every parameter from its owner, one tensor at a time.
             "zro_all_reduces": math.ceil(FP32 * psi / config["ddp_bucket_bytes"]), "zro_all_reduced_elements": psi,
