@@ -13,6 +13,7 @@ reader copies one file), so the test is what ties the lab to the book's formulas
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -103,3 +104,51 @@ def checks_of(report: dict) -> dict[str, dict]:
     names = [check["name"] for check in report["checks"]]
     assert len(names) == len(set(names)), f"two checks share a name: {names}"
     return {check["name"]: check for check in report["checks"]}
+
+
+DOCS = ROOT / "docs"
+_QUOTED = re.compile(r"^[ \t]*(?P<status>ok|FAIL)[ \t]+(?P<rest>\S.*?)[ \t]*$")
+_CHECK = re.compile(r"^(?P<name>.+?): (?P<measured>\S+) \((?P<expected>expected .*)\)$")
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+def quoted_report_lines(page: str) -> list[tuple[str, str, str]]:
+    """(file, status, rest) for each `ok …`/`FAIL …` line a lab page quotes in a ```text
+    block, in every language: the report a reader is shown as the lab's output."""
+    found = []
+    for path in sorted(DOCS.glob(f"*/{page}.md")):
+        inside = False
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.match(r"^[ \t]*```", line):
+                inside = line.strip() == "```text"
+                continue
+            match = _QUOTED.match(line) if inside else None
+            if match:
+                found.append((str(path.relative_to(ROOT)), match["status"], match["rest"]))
+    return found
+
+
+def assert_page_quotes_the_report(page: str, stdout: str) -> None:
+    """Every report line the page quotes is what the lab prints now: the same check with
+    the same status and expected value, and the same measured value where it is an
+    integer (a float such as a largest difference varies with the CPU, its line need only
+    pass); a line that is not a check (an order of passes) is printed verbatim."""
+    printed: dict[str, tuple[str, str]] = {}
+    for line in stdout.splitlines():
+        match = _QUOTED.match(line)
+        if match:
+            check = _CHECK.match(match["rest"])
+            printed[check["name"] if check else match["rest"]] = (match["status"], match["rest"])
+    quoted = quoted_report_lines(page)
+    assert quoted, f"docs/*/{page}.md quotes no report line"
+    for where, status, rest in quoted:
+        check = _CHECK.match(rest)
+        key = check["name"] if check else rest
+        assert key in printed, f"{where} quotes a line the lab does not print: {status} {rest}"
+        now_status, now_rest = printed[key]
+        assert now_status == status, f"{where}: {key!r} is {now_status} now"
+        if check:
+            now = _CHECK.match(now_rest)
+            assert now["expected"] == check["expected"], f"{where}: {key!r} expects {now['expected']} now"
+            if _INTEGER.match(check["measured"]):
+                assert now["measured"] == check["measured"], f"{where}: {key!r} measures {now['measured']} now"

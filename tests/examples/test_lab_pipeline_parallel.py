@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from labrun import EXAMPLES, WORLD, checks_of, lab_report, torchrun
+from labrun import EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
 
 from calc.pipeline import in_flight_microbatches
 from widgets.labs import figures
@@ -146,3 +146,8 @@ def test_lab_file_has_its_snippet_sections() -> None:
     text = Path(EXAMPLES / "pipeline_parallel.py").read_text(encoding="utf-8")
     for name in ("stage", "held", "hand", "torch"):
         assert text.count(f"# --8<-- [start:{name}]") == text.count(f"# --8<-- [end:{name}]") == 1
+
+
+def test_the_page_quotes_what_the_lab_prints(pipeline_run: tuple[dict, str]) -> None:
+    """The report on the lab's page (docs/*/lab-pipeline-parallel.md) is this run's, check by check."""
+    assert_page_quotes_the_report("lab-pipeline-parallel", pipeline_run[1])

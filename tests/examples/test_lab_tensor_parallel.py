@@ -14,7 +14,7 @@ import ast
 import importlib.util
 
 import pytest
-from labrun import EXAMPLES, WORLD, checks_of, lab_report, torchrun
+from labrun import EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
 
 from widgets.labs import figures
 from widgets.labs import tensor_parallel as lab
@@ -128,3 +128,8 @@ def test_the_ranks_parts_put_back_together_are_the_whole_layer() -> None:
     assert torch.equal(torch.cat([p.qkv_b for p in parts]), full.qkv.bias)
     assert all(torch.equal(p.proj_b, full.proj.bias) and torch.equal(p.ln1.weight, full.ln1.weight) for p in parts)
     assert sum(x.numel() for x in parts[0].parameters()) == EXPECTED["params_per_rank_layer"]
+
+
+def test_the_page_quotes_what_the_lab_prints(tp_run: tuple[dict, str]) -> None:
+    """The report on the lab's page (docs/*/lab-tensor-parallel.md) is this run's, check by check."""
+    assert_page_quotes_the_report("lab-tensor-parallel", tp_run[1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from labrun import EXAMPLES, WORLD, checks_of, lab_report, torchrun
+from labrun import EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
 
 from calc import zero as calc_zero
 from widgets.labs import figures
@@ -179,3 +179,8 @@ def test_a_smaller_world_or_odd_vocabulary_changes_the_figures() -> None:
     assert two["stage1_sent_elements"] == EXPECTED["parameters"]  # 2(N-1)/N = 1 at N = 2
     odd = figures("zero", {"vocab": 130, "world_size": 8})
     assert odd["fsdp_padding_elements"] == (136 - 130) * 64 / 8  # 130 rows padded to 136
+
+
+def test_the_page_quotes_what_the_lab_prints(zero_run: tuple[dict, str]) -> None:
+    """The report on the lab's page (docs/*/lab-zero.md) is this run's, check by check."""
+    assert_page_quotes_the_report("lab-zero", zero_run[1])
