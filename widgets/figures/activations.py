@@ -55,6 +55,11 @@ OUTPUTS: dict[str, str] = {
     "reduction": "ratio",
     "attention_share": "fraction",
     "score_factor": "number",
+    # Each byte count over sbh: the coefficient a worked solution writes, 34 + 5as/h and so on.
+    "per_layer_factor": "number",
+    "baseline_factor": "number",
+    "stored_factor": "number",
+    "rematerialized_factor": "number",
     "sbh": "count",
     "recompute_overhead": "fraction",
     "selective_overhead_eq8": "fraction",
@@ -127,6 +132,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     no_recompute = act.activation_bytes_per_layer(**shape, tp=t, sequence_parallel=bool(state["sp"]))
     scores = act.attention_score_bytes_per_layer(**shape, tp=t)
     flops_shape = dict(layers=model.layers, hidden=model.hidden, vocab=model.vocab, seq_len=shape["seq_len"])
+    sbh = float(shape["seq_len"]) * shape["micro_batch"] * model.hidden
     return {
         "per_layer_bytes": per_layer,
         "activation_bytes": peak,
@@ -140,7 +146,11 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "reduction": baseline / per_layer,
         "attention_share": scores / no_recompute,
         "score_factor": act.attention_score_factor(hidden=model.hidden, heads=model.heads, seq_len=shape["seq_len"]),
-        "sbh": float(shape["seq_len"]) * shape["micro_batch"] * model.hidden,
+        "per_layer_factor": per_layer / sbh,
+        "baseline_factor": baseline / sbh,
+        "stored_factor": stored / sbh,
+        "rematerialized_factor": rebuilt / sbh,
+        "sbh": sbh,
         "recompute_overhead": act.recompute_overhead(**flops_shape, recompute=state["recompute"]),
         "selective_overhead_eq8": act.selective_overhead_eq8(**flops_shape),
         "seq_len": shape["seq_len"],
