@@ -21,6 +21,11 @@ from labrun import EXAMPLES, WORLD, torchrun
 from calc import collectives as calc
 
 NATIVE_ROOT = 1  # a root other than 0, so a src/dst mix-up would show
+# The two launches (conftest.py starts them early, in the background).
+LAB_RUNS = [
+    ("collectives.py", ("--root", str(NATIVE_ROOT), "--emulate"), WORLD),
+    ("bandwidth.py", ("--op", "all", "--sizes", "4K,64K", "--warmup", "1", "--iters", "3"), WORLD),
+]
 
 
 def load_ranks(prefix: Path) -> list[dict]:
@@ -32,15 +37,16 @@ def load_ranks(prefix: Path) -> list[dict]:
 def collectives_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], str]:
     """One launch: the eight native calls, plus (--emulate) the emulations beside them."""
     prefix = tmp_path_factory.mktemp("collectives") / "coll.json"
-    done = torchrun("collectives.py", "--root", str(NATIVE_ROOT), "--emulate", "--json", str(prefix))
+    script, args, world = LAB_RUNS[0]
+    done = torchrun(script, *args, "--json", str(prefix), world=world)
     return load_ranks(prefix), done.stdout
 
 
 @pytest.fixture(scope="module")
 def bandwidth_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("bandwidth") / "bw.json"
-    done = torchrun("bandwidth.py", "--op", "all", "--sizes", "4K,64K",
-                    "--warmup", "1", "--iters", "3", "--json", str(path))
+    script, args, world = LAB_RUNS[1]
+    done = torchrun(script, *args, "--json", str(path), world=world)
     return json.loads(path.read_text(encoding="utf-8")), done.stdout
 
 

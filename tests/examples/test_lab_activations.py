@@ -18,10 +18,15 @@ from widgets.labs import figures
 from widgets.labs.activations import CONFIG, TERMS
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("activations.py", (), None)]
+
+
 @pytest.fixture(scope="module")
 def activations_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("activations") / "activations.json"
-    done = python_run("activations.py", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = python_run(script, *args, "--json", str(path))
     return lab_report(path, "activations", 1), done.stdout
 
 

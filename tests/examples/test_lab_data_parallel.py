@@ -18,10 +18,15 @@ from widgets.labs import figures
 EXPECTED = figures("data_parallel")
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("data_parallel.py", ("--steps", "3"), WORLD)]
+
+
 @pytest.fixture(scope="module")
 def data_parallel_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("dp") / "dp.json"
-    done = torchrun("data_parallel.py", "--steps", "3", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = torchrun(script, *args, "--json", str(path), world=world)
     return lab_report(path, "data_parallel", WORLD), done.stdout
 
 

@@ -51,10 +51,15 @@ LONG = {
 }
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("flops.py", (), None)]
+
+
 @pytest.fixture(scope="module")
 def flops_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("flops") / "flops.json"
-    done = python_run("flops.py", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = python_run(script, *args, "--json", str(path))
     return lab_report(path, "flops", CONFIG["world_size"]), done.stdout
 
 

@@ -23,10 +23,15 @@ EXPECTED = figures("mesh_2d")
 RANK = re.compile(r"^rank (\d) \(dp (\d), tp (\d)\): bytes of (TP-split parameters|TP-replicated parameters|storage)")
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("mesh_2d.py", (), WORLD)]
+
+
 @pytest.fixture(scope="module")
 def mesh_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("mesh") / "mesh.json"
-    done = torchrun("mesh_2d.py", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = torchrun(script, *args, "--json", str(path), world=world)
     return lab_report(path, "mesh_2d", WORLD), done.stdout
 
 

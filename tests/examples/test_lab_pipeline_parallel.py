@@ -23,10 +23,15 @@ RUNS = [(impl, schedule) for impl in ("hand", "torch") for schedule in ("gpipe",
 TOLERANCE = 1e-5  # the lab's: relative for the loss, absolute for a gradient (fp32)
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("pipeline_parallel.py", (), WORLD)]
+
+
 @pytest.fixture(scope="module")
 def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("pp") / "pp.json"
-    done = torchrun("pipeline_parallel.py", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = torchrun(script, *args, "--json", str(path), world=world)
     return lab_report(path, "pipeline_parallel", WORLD), done.stdout
 
 

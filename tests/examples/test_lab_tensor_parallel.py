@@ -22,10 +22,15 @@ from widgets.labs import tensor_parallel as lab
 EXPECTED = figures("tensor_parallel")
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("tensor_parallel.py", (), WORLD)]
+
+
 @pytest.fixture(scope="module")
 def tp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("tp") / "tp.json"
-    done = torchrun("tensor_parallel.py", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = torchrun(script, *args, "--json", str(path), world=world)
     return lab_report(path, "tensor_parallel", WORLD), done.stdout
 
 

@@ -21,10 +21,15 @@ from widgets.labs import zero as lab
 EXPECTED = figures("zero")
 
 
+# The one launch of the lab (conftest.py starts it early, in the background).
+LAB_RUNS = [("zero.py", (), WORLD)]
+
+
 @pytest.fixture(scope="module")
 def zero_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     path = tmp_path_factory.mktemp("zero") / "zero.json"
-    done = torchrun("zero.py", "--json", str(path))
+    script, args, world = LAB_RUNS[0]
+    done = torchrun(script, *args, "--json", str(path), world=world)
     return lab_report(path, "zero", WORLD), done.stdout
 
 

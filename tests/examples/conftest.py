@@ -1,0 +1,35 @@
+"""The labs run early: each test module here declares its launches in `LAB_RUNS`
+((script, args, world or None for one process)); once pytest has collected the session,
+the launches of the collected modules start on a background thread at a lower priority
+(tests/examples/labrun.py, `start_early`), and these modules run last. Their fixtures then
+collect the finished runs instead of launching them while the test session waits."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from labrun import start_early
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    ours = [item for item in items if Path(str(item.fspath)).parent == HERE]
+    if not ours:
+        return
+    items[:] = [item for item in items if item not in ours] + ours  # last: their runs have had time
+    runs, seen = [], set()
+    for item in ours:
+        module = item.module
+        if module.__name__ in seen:
+            continue
+        seen.add(module.__name__)
+        runs += getattr(module, "LAB_RUNS", [])
+    if runs and not config.option.collectonly:
+        folder = Path(tempfile.mkdtemp(prefix="labs-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # after the pool's own exit join
+        start_early(runs, folder)
