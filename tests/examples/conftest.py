@@ -1,8 +1,9 @@
 """The labs run early: each test module here declares its launches in `LAB_RUNS`
 ((script, args, world or None for one process)); once pytest has collected the session,
 the launches of the collected modules start on a background thread at a lower priority
-(tests/examples/labrun.py, `start_early`), and these modules run last. Their fixtures then
-collect the finished runs instead of launching them while the test session waits."""
+(tests/examples/labrun.py, `start_early`), and these modules run last, before only the
+benchmark's quick run. Their fixtures then collect the finished runs instead of launching
+them while the test session waits."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
     ours = [item for item in items if Path(str(item.fspath)).parent == HERE]
     if not ours:
         return
-    items[:] = [item for item in items if item not in ours] + ours  # last: their runs have had time
+    # Ours last (their runs have had time), and only then the benchmark's quick run, which
+    # times the browser and should not share the cores with the labs.
+    bench = [item for item in items if Path(str(item.fspath)).parent.name == "bench"]
+    items[:] = [item for item in items if item not in ours and item not in bench] + ours + bench
     runs, seen = [], set()
     for item in ours:
         module = item.module
