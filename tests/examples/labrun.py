@@ -12,6 +12,7 @@ reader copies one file), so the test is what ties the lab to the book's formulas
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -201,3 +202,21 @@ def assert_page_quotes_the_report(page: str, stdout: str) -> None:
             assert now["expected"] == check["expected"], f"{where}: {key!r} expects {now['expected']} now"
             if _INTEGER.match(check["measured"]):
                 assert now["measured"] == check["measured"], f"{where}: {key!r} measures {now['measured']} now"
+
+
+def file_constants(path: Path) -> dict[str, object]:
+    """Module-level UPPERCASE names bound to literals (`A, B = 1, 2` included)."""
+    found: dict[str, object] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        pairs = (zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                 else [(target, value)])
+        for name, expr in pairs:
+            if isinstance(name, ast.Name) and name.id.isupper():
+                try:
+                    found[name.id] = ast.literal_eval(expr)
+                except ValueError:
+                    pass  # not a literal (a computed constant)
+    return found

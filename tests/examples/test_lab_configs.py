@@ -3,32 +3,14 @@ lab file's own constants: the page's figures describe the file a reader runs."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from labrun import file_constants
 
 from widgets.labs import LABS, figures
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def constants(path: Path) -> dict[str, object]:
-    """Module-level UPPERCASE names bound to literals (`A, B = 1, 2` included)."""
-    found: dict[str, object] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-            continue
-        target, value = node.targets[0], node.value
-        pairs = (zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
-                 else [(target, value)])
-        for name, expr in pairs:
-            if isinstance(name, ast.Name) and name.id.isupper():
-                try:
-                    found[name.id] = ast.literal_eval(expr)
-                except ValueError:
-                    pass  # not a literal (a computed constant)
-    return found
 
 
 def test_every_lab_module_has_its_file() -> None:
@@ -39,7 +21,7 @@ def test_every_lab_module_has_its_file() -> None:
 
 @pytest.mark.parametrize("lab", list(LABS))
 def test_config_is_the_files_constants(lab: str) -> None:
-    consts = constants(EXAMPLES / f"{lab}.py")
+    consts = file_constants(EXAMPLES / f"{lab}.py")
     config = LABS[lab].CONFIG
     shared = [key for key in config if key.upper() in consts]
     assert shared, f"{lab}: no CONFIG key is a constant of examples/{lab}.py"

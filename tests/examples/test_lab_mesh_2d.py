@@ -10,11 +10,10 @@ replicated_params_per_layer (what tensor parallelism splits), calc.tensor.shard_
 
 from __future__ import annotations
 
-import ast
 import re
 
 import pytest
-from labrun import EXAMPLES, WORLD, checks_of, lab_report, torchrun
+from labrun import file_constants, EXAMPLES, WORLD, checks_of, lab_report, torchrun
 
 from widgets.labs import figures
 from widgets.labs import mesh_2d as lab
@@ -61,15 +60,7 @@ def test_config_is_the_widgets_and_the_files_constants(mesh_run: tuple[dict, str
     assert report["config"]["dp"] == EXPECTED["dp"] == 2
     assert {key: report["config"][key] for key in lab.CONFIG if key != "world_size"} == {
         key: value for key, value in lab.CONFIG.items() if key != "world_size"}
-    constants = {}
-    for node in ast.parse((EXAMPLES / "mesh_2d.py").read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], (ast.Name, ast.Tuple)):
-            target = node.targets[0]
-            names = target.elts if isinstance(target, ast.Tuple) else [target]
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            for name, value in zip(names, values):
-                if isinstance(value, ast.Constant) and name.id.isupper():
-                    constants[name.id.lower()] = value.value
+    constants = {k.lower(): v for k, v in file_constants(EXAMPLES / "mesh_2d.py").items()}
     shared = set(constants) & set(lab.CONFIG)
     assert shared == set(lab.CONFIG) - {"world_size"}
     assert all(constants[key] == lab.CONFIG[key] for key in shared)

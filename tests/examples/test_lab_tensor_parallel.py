@@ -10,11 +10,10 @@ calc.tensor.sent_per_gpu_layer_bytes (fp16 there, scaled to the lab's fp32).
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 
 import pytest
-from labrun import EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
+from labrun import file_constants, EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
 
 from widgets.labs import figures
 from widgets.labs import tensor_parallel as lab
@@ -46,15 +45,7 @@ def test_config_is_the_widgets_and_the_files_constants(tp_run: tuple[dict, str])
     assert lab.CONFIG["world_size"] == WORLD == report["world_size"]
     assert {key: report["config"][key] for key in lab.CONFIG if key != "world_size"} == {
         key: value for key, value in lab.CONFIG.items() if key != "world_size"}
-    constants = {}
-    for node in ast.parse((EXAMPLES / "tensor_parallel.py").read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], (ast.Name, ast.Tuple)):
-            target = node.targets[0]
-            names = target.elts if isinstance(target, ast.Tuple) else [target]
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            for name, value in zip(names, values):
-                if isinstance(value, ast.Constant) and name.id.isupper():
-                    constants[name.id.lower()] = value.value
+    constants = {k.lower(): v for k, v in file_constants(EXAMPLES / "tensor_parallel.py").items()}
     shared = set(constants) & set(lab.CONFIG)
     assert shared == set(lab.CONFIG) - {"world_size"}
     assert all(constants[key] == lab.CONFIG[key] for key in shared)

@@ -9,10 +9,9 @@ to one process; PyTorch's shards are the sizes its partitioning rules give.
 
 from __future__ import annotations
 
-import ast
 
 import pytest
-from labrun import EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
+from labrun import file_constants, EXAMPLES, WORLD, assert_page_quotes_the_report, checks_of, lab_report, torchrun
 
 from calc import zero as calc_zero
 from widgets.labs import figures
@@ -49,15 +48,7 @@ def test_config_is_the_widgets_and_the_files_constants(zero_run: tuple[dict, str
     report, _ = zero_run
     assert lab.CONFIG["world_size"] == WORLD == report["world_size"]
     assert report["config"] == {key: value for key, value in lab.CONFIG.items() if key != "world_size"}
-    constants = {}
-    for node in ast.parse((EXAMPLES / "zero.py").read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], (ast.Name, ast.Tuple)):
-            target = node.targets[0]
-            names = target.elts if isinstance(target, ast.Tuple) else [target]
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            for name, value in zip(names, values):
-                if isinstance(value, ast.Constant) and name.id.isupper():
-                    constants[name.id.lower()] = value.value
+    constants = {k.lower(): v for k, v in file_constants(EXAMPLES / "zero.py").items()}
     # the dtypes' sizes are not literals in the file: the JSON (checked above) carries them
     shared = set(lab.CONFIG) - {"world_size", "weight_bytes", "grad_bytes", "optimizer_bytes"}
     assert shared <= set(constants)
