@@ -93,9 +93,9 @@ def _shape(hidden: int, heads: int, kv_heads: int) -> tuple[int, int, int]:
     a = check_int("heads", heads, 1, MAX_HEADS)
     k = check_int("kv_heads", kv_heads, 1, a)
     if a % k:
-        raise ValueError(f"kv_heads must divide heads ({a}), got {kv_heads}")
+        raise ValueError(f"kv_heads must be a divisor of heads ({a}), got {kv_heads}")
     if h % a:
-        raise ValueError(f"heads must divide hidden ({h}), got {heads}")
+        raise ValueError(f"heads must be a divisor of hidden ({h}), got {heads}")
     return h, a, k
 
 
@@ -127,7 +127,7 @@ def rank_chunks(cp: int, split: str = "balanced") -> tuple[tuple[int, ...], ...]
 def chunk_ranks(cp: int, split: str = "balanced") -> tuple[int, ...]:
     """The rank that holds each chunk, in sequence order (the inverse of ``rank_chunks``)."""
     chunks = rank_chunks(cp, split)
-    owner = [0] * sum(len(c) for c in chunks)
+    owner = [0] * len([c for held in chunks for c in held])
     for rank, held in enumerate(chunks):
         for chunk in held:
             owner[chunk] = rank
@@ -261,7 +261,7 @@ def ulysses_sent_per_gpu_layer_bytes(
     c = _cp(cp)
     limit = ulysses_max_cp(a, k)
     if limit % c:
-        raise ValueError(f"cp must divide the {k} key/value heads for Ulysses (at most {limit}), got {cp}")
+        raise ValueError(f"cp must be a divisor of the {k} key/value heads for Ulysses (at most {limit}), got {cp}")
     kv_width = k * (h // a)
     forward = (c - 1) / c * local * b * (2 * h + 2 * kv_width) * ACTIVATION_BYTES
     return _pass_factor(direction, _ULYSSES_BACKWARD) * forward

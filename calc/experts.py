@@ -45,7 +45,10 @@ from ._check import (
 from .memory import ACTIVATION_BYTES, GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 
 __all__ = [
+    "ALL_TO_ALLS_PER_PASS",
+    "MATRICES_PER_EXPERT",
     "MAX_EXPERTS",
+    "MAX_ROUTED_TOKENS",
     "PASSES",
     "MoeLayerTimes",
     "all_to_all_sent_per_gpu_layer_bytes",
@@ -83,7 +86,7 @@ def _experts(experts: int, experts_per_token: int) -> tuple[int, int]:
 def _ep(ep: int, experts: int) -> int:
     d = check_int("ep", ep, 1, MAX_GPUS)
     if experts % d:
-        raise ValueError(f"ep must divide the {experts} experts, got {ep}")
+        raise ValueError(f"ep must be a divisor of the {experts} experts, got {ep}")
     return d
 
 
@@ -197,11 +200,14 @@ def expert_load(routes: object, experts: int) -> tuple[int, ...]:
 def dropped_tokens(load: object, capacity: int) -> int:
     """Token copies beyond each expert's capacity: Σ max(0, load − C) (Switch Sec. 2.2:
     overflowed tokens are not processed by the expert and pass on through the residual)."""
-    c = check_int("capacity", capacity, 0, None)
+    c = check_int("capacity", capacity, 0, MAX_BATCH)
     if not isinstance(load, (list, tuple)):
         raise ValueError("load must be a list of token counts per expert")
-    counts = [check_int(f"load[{i}]", n, 0, None) for i, n in enumerate(load)]
-    return sum(max(0, n - c) for n in counts)
+    counts = [check_int(f"load[{i}]", n, 0, MAX_BATCH) for i, n in enumerate(load)]
+    over = 0
+    for n in counts:
+        over += max(0, n - c)
+    return over
 
 
 def dispatch_counts(routes: object, *, experts: int, ep: int) -> tuple[tuple[int, ...], ...]:
@@ -217,7 +223,7 @@ def dispatch_counts(routes: object, *, experts: int, ep: int) -> tuple[tuple[int
     d = _ep(ep, e)
     chosen = _routes(routes, e)
     if len(chosen) % d:
-        raise ValueError(f"ep must divide the {len(chosen)} routed tokens, got {ep}")
+        raise ValueError(f"ep must be a divisor of the {len(chosen)} routed tokens, got {ep}")
     per_gpu_tokens, per_gpu_experts = len(chosen) // d, e // d
     counts = [[0] * d for _ in range(d)]
     for i, experts_of_token in enumerate(chosen):
@@ -236,8 +242,13 @@ def routed_sent_per_gpu_bytes(counts: object, *, hidden: int, bytes_per_element:
     rows = [list(r) for r in counts]
     if any(not isinstance(r, list) or len(r) != len(rows) for r in rows):
         raise ValueError("counts must be a square list of lists of token counts")
-    return tuple(float(sum(check_int("counts", n, 0, None) for dst, n in enumerate(r) if dst != src) * h * e)
-                 for src, r in enumerate(rows))
+    sent = []
+    for src, row in enumerate(rows):
+        copies = 0
+        for dst, n in enumerate(row):
+            copies += check_int("counts", n, 0, MAX_BATCH) if dst != src else 0
+        sent.append(float(copies * h * e))
+    return tuple(sent)
 
 
 def all_to_all_sent_per_gpu_layer_bytes(

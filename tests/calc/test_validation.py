@@ -13,7 +13,9 @@ from calc import (
     activations,
     collectives,
     compute,
+    context,
     data_parallel,
+    experts,
     hardware,
     memory,
     models,
@@ -122,6 +124,52 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     parallel3d.train_seconds: dict(
         params=P, tokens=2e12, tp=8, pp=4, dp=8, flops_per_gpu=150e12, global_batch=1024, micro_batch=1
     ),
+    context.rank_chunks: dict(cp=4, split="balanced"),
+    context.chunk_ranks: dict(cp=4, split="contiguous"),
+    context.ring_holders: dict(cp=4),
+    context.ring_step_work: dict(cp=4, split="balanced", causal=True),
+    context.kv_block_bytes: dict(hidden=4096, heads=32, kv_heads=8, seq_len=8192, micro_batch=1, cp=4),
+    context.ring_sent_per_gpu_layer_bytes: dict(
+        hidden=4096, heads=32, kv_heads=8, seq_len=8192, micro_batch=1, cp=4, direction="forward"
+    ),
+    context.ulysses_max_cp: dict(heads=32, kv_heads=8),
+    context.ulysses_sent_per_gpu_layer_bytes: dict(
+        hidden=4096, heads=32, kv_heads=8, seq_len=8192, micro_batch=1, cp=4, direction="backward"
+    ),
+    context.sent_per_gpu_layer_bytes: dict(
+        method="ring", hidden=4096, heads=32, kv_heads=8, seq_len=8192, micro_batch=1, cp=4, direction="both"
+    ),
+    context.activation_bytes_per_gpu_layer: dict(
+        hidden=4096, heads=32, seq_len=8192, micro_batch=1, cp=4, tp=2, sequence_parallel=True, recompute="none"
+    ),
+    context.attention_flops_per_gpu_layer: dict(
+        hidden=4096, seq_len=8192, micro_batch=1, cp=4, causal=True, split="contiguous"
+    ),
+    context.ring_step_times: dict(
+        hidden=4096, heads=32, kv_heads=8, seq_len=8192, micro_batch=1, cp=4, flops_per_gpu=150e12,
+        bytes_per_s=50e9, causal=True, split="balanced"
+    ),
+    context.min_block_tokens: dict(
+        hidden=4096, heads=32, kv_heads=8, flops_per_gpu=150e12, bytes_per_s=50e9, causal=False
+    ),
+    experts.expert_params: dict(hidden=4096, moe_ffn=14336),
+    experts.moe_layer_params: dict(hidden=4096, moe_ffn=14336, experts=8, shared_experts=1),
+    experts.active_moe_layer_params: dict(hidden=4096, moe_ffn=14336, experts=8, experts_per_token=2, shared_experts=1),
+    experts.experts_per_gpu: dict(experts=8, ep=4),
+    experts.expert_state_per_gpu_bytes: dict(
+        hidden=4096, moe_ffn=14336, experts=8, moe_layers=32, ep=4, optimizer_bytes=12
+    ),
+    experts.capacity: dict(tokens=4096, experts=8, experts_per_token=2, capacity_factor=1.25),
+    experts.route_tokens: dict(tokens=16, experts=8, experts_per_token=2, seed=3, skew=0.5),
+    experts.expert_load: dict(routes=((0, 1), (2, 3)), experts=4),
+    experts.dropped_tokens: dict(load=(3, 0, 1), capacity=2),
+    experts.dispatch_counts: dict(routes=((0, 1), (2, 3)), experts=4, ep=2),
+    experts.routed_sent_per_gpu_bytes: dict(counts=((1, 1), (0, 2)), hidden=64, bytes_per_element=2),
+    experts.all_to_all_sent_per_gpu_layer_bytes: dict(tokens=4096, hidden=4096, experts_per_token=2, ep=8, direction="both"),
+    experts.expert_flops_per_gpu_layer: dict(tokens=4096, hidden=4096, moe_ffn=14336, experts_per_token=2),
+    experts.moe_layer_times: dict(
+        tokens=4096, hidden=4096, moe_ffn=14336, experts_per_token=2, ep=8, flops_per_gpu=150e12, bytes_per_s=50e9
+    ),
 }
 
 NUMBER_BAD = [math.nan, math.inf, True, "8", None, -1, 1e40]
@@ -177,8 +225,8 @@ def test_every_public_function_is_covered() -> None:
         "pipeline.summarize_schedule",
     }
     covered = {_name(f) for f in CALLS}
-    modules = (activations, collectives, compute, data_parallel, hardware, memory, models,
-               parallel3d, pipeline, tensor, zero)
+    modules = (activations, collectives, compute, context, data_parallel, experts, hardware, memory,
+               models, parallel3d, pipeline, tensor, zero)
     for module in modules:
         for name in module.__all__:
             obj = getattr(module, name)
