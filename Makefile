@@ -62,9 +62,12 @@ check: $(VENV)/.installed
 # The labs' tests run under torchrun: PyTorch's CPU build, pinned (a plain `torch`
 # would fetch a CUDA build of several GB), and numpy, which torch 2.13's
 # torch.distributed.tensor.debug (CommDebugMode, used by the labs) imports.
-TORCH := torch==2.13.0 numpy==2.4.6
-$(VENV)/.torch: $(VENV)/.installed
-	$(PY) -c "import torch, numpy" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
+# transformers (tests only; calc never imports it): tests/calc/test_models_recent.py
+# builds each preset's Hugging Face model on the meta device and compares its count.
+# The step reruns when this file changes, so a new pin reaches an existing venv.
+TORCH := torch==2.13.0 numpy==2.4.6 transformers==5.24.0
+$(VENV)/.torch: $(VENV)/.installed Makefile
+	$(PY) -c "import torch, numpy, transformers" 2>/dev/null || $(PY) -m pip install --quiet $(TORCH)
 	touch $@
 
 test: install $(VENV)/.torch

@@ -217,6 +217,11 @@ def test_every_public_function_is_covered() -> None:
     own_tests = {
         "models.param_count",
         "models.layer_param_count",
+        "models.active_param_count",
+        "models.attention_param_count",
+        "models.dense_layer_param_count",
+        "models.moe_layer_param_count",
+        "models.expert_param_count",
         "collectives.all_gather",
         "collectives.reduce_scatter",
         "collectives.all_reduce",
