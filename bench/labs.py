@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ONE_PROCESS = ("activations", "flops")
-DISTRIBUTED = ("data_parallel", "zero", "tensor_parallel", "pipeline_parallel", "mesh_2d")
+DISTRIBUTED = ("data_parallel", "zero", "tensor_parallel", "pipeline_parallel", "mesh_2d", "context_parallel",
+               "expert_parallel")
 TARGET_S = 30.0
 
 

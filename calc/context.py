@@ -219,7 +219,10 @@ def ring_sent_per_gpu_layer_bytes(
 
     Forward: cp − 1 blocks, (cp − 1) · ``kv_block_bytes``; backward: the blocks again and
     their gradients dK, dV, 2 · (cp − 1) blocks (Liu et al. 2023, Sec. 3); ``"both"``
-    3 · (cp − 1). Nearly constant in cp: (cp − 1)/cp · 2·s·b·h_kv·2 forward, so a bigger
+    3 · (cp − 1). The gradient count assumes each rank keeps the gradient of its own
+    block and the travelling one starts at the next rank, so it reaches its owner in
+    cp − 1 hops like the block (examples/context_parallel.py does this); started at the
+    owner it would need one hop more, 2·cp − 1 blocks in all. Nearly constant in cp: (cp − 1)/cp · 2·s·b·h_kv·2 forward, so a bigger
     ring does not send less per GPU, it gives each GPU less to hold and to compute.
     """
     block = kv_block_bytes(hidden=hidden, heads=heads, kv_heads=kv_heads, seq_len=seq_len,

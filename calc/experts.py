@@ -183,7 +183,10 @@ def _routes(routes: object, experts: int) -> tuple[tuple[int, ...], ...]:
     for i, chosen in enumerate(routes):
         if not isinstance(chosen, (list, tuple)) or not chosen:
             raise ValueError(f"routes[{i}] must be a non-empty list of expert numbers")
-        out.append(tuple(check_int(f"routes[{i}]", j, 0, experts - 1) for j in chosen))
+        experts_of_token = tuple(check_int(f"routes[{i}]", j, 0, experts - 1) for j in chosen)
+        if len(set(experts_of_token)) != len(experts_of_token):
+            raise ValueError(f"routes[{i}] must be distinct experts (top-k picks each once), got {list(chosen)}")
+        out.append(experts_of_token)
     return tuple(out)
 
 
@@ -239,9 +242,9 @@ def routed_sent_per_gpu_bytes(counts: object, *, hidden: int, bytes_per_element:
     e = check_int("bytes_per_element", bytes_per_element, 1, 8)
     if not isinstance(counts, (list, tuple)):
         raise ValueError("counts must be a square list of lists of token counts")
-    rows = [list(r) for r in counts]
-    if any(not isinstance(r, list) or len(r) != len(rows) for r in rows):
+    if any(not isinstance(r, (list, tuple)) or len(r) != len(counts) for r in counts):
         raise ValueError("counts must be a square list of lists of token counts")
+    rows = [list(r) for r in counts]
     sent = []
     for src, row in enumerate(rows):
         copies = 0

@@ -130,6 +130,10 @@ def test_bad_routing_inputs_are_named() -> None:
         experts.expert_load(((0,), ()), 4)
     with pytest.raises(ValueError, match=r"routes\[0\] must be an integer from 0 to 3"):
         experts.expert_load(((4,),), 4)
+    with pytest.raises(ValueError, match=r"routes\[0\] must be distinct experts"):
+        experts.expert_load(((1, 1),), 4)
+    with pytest.raises(ValueError, match="counts must be a square list"):
+        experts.routed_sent_per_gpu_bytes([1, 2], hidden=8)
     with pytest.raises(ValueError, match="ep must be a divisor of the 3 routed tokens"):
         experts.dispatch_counts(((0,), (1,), (2,)), experts=4, ep=2)
     with pytest.raises(ValueError, match="experts_per_token must be an integer from 1 to 8"):
