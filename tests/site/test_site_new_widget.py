@@ -18,7 +18,7 @@ STRINGS = {
     "id": 'demo:\n  controls:\n    gpus:\n      label: "GPU"\n  outputs:\n    doubled: "Dua kali lipat"\n'
           '  sentence: "{gpus} GPU, dua kali lipat: {doubled}."\n',
     "zh": 'demo:\n  controls:\n    gpus:\n      label: "GPU 数"\n  outputs:\n    doubled: "两倍"\n'
-          '  sentence: "{gpus} 张 GPU，两倍是 {doubled}。"\n',
+          '  sentence: "{gpus} 块 GPU，两倍是 {doubled}。"\n',
 }
 PAGES = {
     "id": "# Beranda\n\n```widget demo\ngpus: 3\n```\n\nDua kali empat adalah {{ demo.doubled gpus=4 }}.\n",
