@@ -289,6 +289,9 @@ BLOCKS = 8  # rows of the routed-batch figure: E/8 experts each (Mixtral 1, Deep
 
 # Notes that say what a model's own training did (DeepSeek-V3 report, Sec. 2.1.2 and 3.2).
 MODEL_NOTES = {"deepseek-v3": "deepseek"}
+# DeepSeek-V3's training layout, a fact of the paper rather than of calc, for its memory note.
+DEEPSEEK_V3_PP = 16  # DeepSeek-V3 report Sec. 3.2: 16-way pipeline parallelism
+DEEPSEEK_V3_EP = 64  # DeepSeek-V3 report Sec. 3.2: 64-way expert parallelism spanning 8 nodes
 
 
 def _noted(model: Any, key: str) -> str:
@@ -637,6 +640,11 @@ def figure(model: Any, state: Mapping[str, Any], routes: tuple[tuple[int, ...], 
     parts.append(f'<ul class="w-legend"><li><span class="w-swatch w-c1"></span>{esc(L("mem_bar"))}</li>'
                  f'<li><span class="w-swatch w-moe-swatch-rest"></span>{esc(L("mem_rest", rest=f["rest_state_per_gpu_bytes"]))}</li>'
                  f'<li><span class="w-swatch w-moe-swatch-limit"></span>{esc(L("gpu_line", memory=f["gpu_memory_bytes"]))}</li></ul>')
-    parts.append(f'<p class="w-moe-note">{esc(L(_noted(model, "memory_note")))}</p>')
+    if MODEL_NOTES.get(model.key) == "deepseek":
+        memory_note = L("memory_note_deepseek", dense=I(model.dense_layers), pp=I(DEEPSEEK_V3_PP),
+                        ep=I(DEEPSEEK_V3_EP), nodes=I(math.ceil(DEEPSEEK_V3_EP / GPUS_PER_NODE)))
+    else:
+        memory_note = L(_noted(model, "memory_note"))
+    parts.append(f'<p class="w-moe-note">{esc(memory_note)}</p>')
     parts.append('</figure>')
     return "".join(parts)
