@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from labrun import start_early
+from labrun import RETRIED, start_early
 
 HERE = Path(__file__).resolve().parent
 
@@ -37,3 +37,9 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
         folder = Path(tempfile.mkdtemp(prefix="labs-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)  # after the pool's own exit join
         start_early(runs, folder)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say which lab had to be run twice (a worker killed by a signal, not a failed check)."""
+    for line in RETRIED:
+        terminalreporter.write_line(f"lab rerun: {line}", yellow=True)
