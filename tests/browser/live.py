@@ -4,13 +4,64 @@ browser tests. Every wait is on `data-revision`, never on a sleep."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from widgets.framework.core import render_output
 from widgets.build.native import locale
 from widgets.framework.spec import Choice, Range
 
 BOOT_MS = 90_000
+VIEWPORT = {"width": 1280, "height": 900}
+# The Python memory snapshot the first chapter of a visit stores (worker.js).
+SNAPSHOTS = "dtbook-pyodide-snapshots"
+KEYS = f"async () => (await (await caches.open('{SNAPSHOTS}')).keys()).map(r => r.url)"
+SIZE = f"async (k) => {{ const r = await (await caches.open('{SNAPSHOTS}')).match(k); return r ? (await r.arrayBuffer()).byteLength : 0; }}"
+
+
+class Recorder:
+    """What the pages of a test requested and what they logged as an error."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.expect_errors = False  # a test that breaks the page on purpose sets this
+
+    @classmethod
+    def of(cls, site_url: str) -> "Recorder":
+        """A recorder for the pages of the site served at `site_url`."""
+        parts = urlsplit(site_url)
+        return cls(f"{parts.scheme}://{parts.netloc}/")
+
+    def outside(self) -> list[str]:
+        return [u for u in self.requests if not u.startswith(self.origin) and not u.startswith(("data:", "blob:"))]
+
+    def watch(self, page: object, label: bool = False) -> None:
+        """Record the requests, console errors and uncaught exceptions of `page` (with its
+        URL in front of each error when `label`, for a test that visits many pages)."""
+        where = (lambda: f"{page.url}: ") if label else (lambda: "")
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("console", lambda message: self.errors.append(where() + message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: self.errors.append(where() + str(error)))
+
+    def check(self) -> None:
+        assert self.outside() == [], f"requests left the local server: {self.outside()}"
+        if not self.expect_errors:
+            assert self.errors == [], f"console errors: {self.errors}"
+
+
+def stored_snapshots(page: Any, timeout_s: float = 30) -> list[str]:
+    """The snapshot keys once the worker has stored a whole one (it waits 1.5 s after the
+    boot; a snapshot is ~31 MB, anything under 1 MB is a broken one)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        keys = page.evaluate(KEYS)
+        if keys and all(page.evaluate(SIZE, key) > 1_000_000 for key in keys):
+            return keys
+        page.wait_for_timeout(100)  # polling Cache Storage, which has no event to wait on
+    raise AssertionError("no snapshot was stored")
 
 
 def with_stall_timeout(page: Any, path: str, ms: int) -> None:

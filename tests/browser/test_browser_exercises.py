@@ -109,8 +109,9 @@ def solution_open(page: Any, form: str) -> bool:
 
 @pytest.mark.parametrize(("lang", "word"), [("id", "Benar"), ("zh", "正确")])
 def test_the_right_answer_in_the_page_locale_opens_the_solution(
-    page: Any, site_url: str, chapter: str, lang: str, word: str
+    warm_page: Any, site_url: str, chapter: str, lang: str, word: str
 ) -> None:
+    page = warm_page
     form = open_chapter(page, site_url, lang, chapter)
     assert not solution_open(page, form)
     answer = float(page.get_attribute(form, "data-answer"))
@@ -127,8 +128,9 @@ def test_the_right_answer_in_the_page_locale_opens_the_solution(
     [("id", "terlalu besar", "tidak terbaca sebagai angka"), ("zh", "偏大", "无法把")],
 )
 def test_a_wrong_or_unreadable_answer_keeps_the_solution_closed(
-    page: Any, site_url: str, chapter: str, lang: str, too_high: str, unreadable: str
+    warm_page: Any, site_url: str, chapter: str, lang: str, too_high: str, unreadable: str
 ) -> None:
+    page = warm_page
     form = open_chapter(page, site_url, lang, chapter)
     answer = float(page.get_attribute(form, "data-answer"))
     wrong = typed_answer(answer * 3 + 1, lang)
@@ -143,7 +145,8 @@ def test_a_wrong_or_unreadable_answer_keeps_the_solution_closed(
     assert not solution_open(page, form)
 
 
-def test_markup_typed_as_an_answer_is_shown_as_text(page: Any, site_url: str, chapter: str) -> None:
+def test_markup_typed_as_an_answer_is_shown_as_text(warm_page: Any, site_url: str, chapter: str) -> None:
+    page = warm_page
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     form = open_chapter(page, site_url, "id", chapter)
@@ -154,7 +157,8 @@ def test_markup_typed_as_an_answer_is_shown_as_text(page: Any, site_url: str, ch
     assert dialogs == []
 
 
-def test_the_show_solution_button_opens_the_solution(page: Any, site_url: str, chapter: str) -> None:
+def test_the_show_solution_button_opens_the_solution(warm_page: Any, site_url: str, chapter: str) -> None:
+    page = warm_page
     form = open_chapter(page, site_url, "zh", chapter)
     page.locator(f'{form} [data-action="solution"]').click()
     page.wait_for_function("(sel) => { let e = document.querySelector(sel).nextElementSibling; "
@@ -198,10 +202,11 @@ def test_without_javascript_the_question_and_its_solution_remain(browser: Any, s
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
 def test_a_lab_pages_answers_are_checked_by_the_labs_figures_in_the_worker(
-    page: Any, site_url: str, built_site: Path, lang: str
+    warm_page: Any, site_url: str, built_site: Path, lang: str
 ) -> None:
     """A lab page's exercises name a lab's figures (`lab-data_parallel.buckets bucket_kb=16`):
     the worker computes them with widgets.labs and calc, as the build did."""
+    page = warm_page
     labs = sorted(p.parent.name for p in built_site.glob("lab-*/index.html"))
     assert "lab-data-parallel" in labs
     with_stall_timeout(page, "lab-data-parallel/", BOOT_MS)

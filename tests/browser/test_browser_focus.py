@@ -39,10 +39,13 @@ KINDS = ['input[type="range"]', "select", 'input[type="radio"]:checked', 'input[
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_kind_of_control_shows_a_focus_ring_with_contrast(browser: Any, site_url: str, scheme: str) -> None:
+    # A context of its own: Material keeps the scheme it first applied in localStorage, so
+    # a shared context would show the light scheme whatever the system prefers.
     context = browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
         page.goto(site_url + "activation-memory/")
+        assert page.get_attribute("body", "data-md-color-scheme") == {"light": "default", "dark": "slate"}[scheme]
         widget = page.locator('[data-widget="activations"]')
         widget.scroll_into_view_if_needed()
         page.wait_for_selector('[data-widget="activations"][data-status="ready"]', timeout=BOOT_MS)  # controls enabled

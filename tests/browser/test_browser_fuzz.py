@@ -29,6 +29,13 @@ from widgets.framework.spec import Choice, Range, Toggle, canonical, edge_states
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FENCE = re.compile(r"^\s*```widget\s+([\w-]+)\s*$", re.M)
 
+
+@pytest.fixture()
+def page(warm_page: Any) -> Any:
+    """A page of the session's shared context (its boots come from the memory snapshot)."""
+    return warm_page
+
+
 # What a tampered link can carry (strings: a URL holds nothing else).
 BAD = [
     "NaN", "Infinity", "-inf", "1e400", "9" * 40, "-1", "", "0x10", "1,5",

@@ -33,7 +33,8 @@ def set_why(page: Any, name: str, value: str) -> None:
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
-def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str) -> None:
+def test_a_link_reproduces_the_widget_state(warm_page: Any, site_url: str, lang: str) -> None:
+    page = warm_page
     open_live(page, site_url + CHAPTER[lang])
     set_why(page, "model", "llama2-13b")
     set_why(page, "tokens", "1000000000000")
@@ -50,7 +51,8 @@ def test_a_link_reproduces_the_widget_state(page: Any, site_url: str, lang: str)
     assert_matches_native(second, "why", {"tokens": "1000000000000", "model": "llama2-13b"}, lang)
 
 
-def test_switching_language_right_after_a_change_keeps_the_state(page: Any, site_url: str) -> None:
+def test_switching_language_right_after_a_change_keeps_the_state(warm_page: Any, site_url: str) -> None:
+    page = warm_page
     # The URL is written after a pause; clicking the language switcher before that pause
     # is over must still carry the newest state (the write is flushed on pointerdown).
     open_live(page, site_url + CHAPTER["id"])
@@ -77,8 +79,9 @@ def test_switching_language_right_after_a_change_keeps_the_state(page: Any, site
     ],
 )
 def test_a_tampered_url_shows_a_localized_error_and_the_widget_recovers(
-    page: Any, site_url: str, lang: str, fragment: str, message: str
+    warm_page: Any, site_url: str, lang: str, fragment: str, message: str
 ) -> None:
+    page = warm_page
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     open_live(page, site_url + CHAPTER[lang] + fragment)

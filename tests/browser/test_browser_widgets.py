@@ -21,6 +21,13 @@ from widgets.framework.spec import canonical, edge_states, random_states
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
+@pytest.fixture()
+def page(warm_page: Any) -> Any:
+    """A page of the session's shared context: after the first, the widgets boot from the
+    Python memory snapshot, as the next chapter of a reader's visit does."""
+    return warm_page
+
+
 def page_of(name: str, lang: str) -> str:
     """The URL path (relative to the site root) of the page that holds widget `name`."""
     for path in sorted((DOCS / lang).rglob("*.md")):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
-import subprocess
 from pathlib import Path
+from typing import Any
 
 from widgets import REGISTRY
 from widgets.framework.core import handle
@@ -50,16 +50,24 @@ def exercise_checks(site: Path) -> list[dict]:
     return out
 
 
-def test_pyodide_replies_equal_native_replies(built_site: Path) -> None:
-    wheel = next((built_site / "assets" / "wheels").glob("*/*.whl"))
-    checks = exercise_checks(built_site)
-    assert len(checks) >= 4 * 3 * 9 * 2  # >= 3 exercises in each of 9 chapters, 2 languages
-    sent = requests() + checks
-    result = subprocess.run(
-        ["node", str(HERE / "pyodide_run.mjs"), str(wheel), str(built_site / "assets" / "i18n")],
-        input=json.dumps(sent), capture_output=True, text=True, timeout=300,
-    )
+def run_in_pyodide(site: Path | None, folder: Path) -> dict[str, Any]:
+    """The Node run of every request (widgets and exercises) against the site's wheel;
+    the requests are kept in `folder`/requests.json for the test."""
+    assert site is not None, "the parity run needs the built site"
+    wheel = next((site / "assets" / "wheels").glob("*/*.whl"))
+    (folder / "requests.json").write_text(json.dumps(requests() + exercise_checks(site)), encoding="utf-8")
+    return {"args": ["node", str(HERE / "pyodide_run.mjs"), str(wheel), str(site / "assets" / "i18n")],
+            "stdin": folder / "requests.json"}
+
+
+EARLY = {"pyodide-parity": run_in_pyodide}  # started in the background once the site is built (tests/conftest.py)
+
+
+def test_pyodide_replies_equal_native_replies(built_site: Path, early: Any) -> None:
+    folder, result = early.result("pyodide-parity")
     assert result.returncode == 0, result.stderr[-3000:]
+    sent = json.loads((folder / "requests.json").read_text(encoding="utf-8"))
+    assert len([r for r in sent if "typed" in r]) >= 4 * 3 * 9 * 2  # >= 3 exercises in each of 9 chapters, 2 languages
     answer = json.loads(result.stdout)
     assert answer["python"].startswith("3.14")
     assert len(answer["replies"]) == len(sent)

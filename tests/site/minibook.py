@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = {
@@ -40,13 +41,20 @@ def mini_book(tmp: Path, pages: dict[str, str] | None = None, with_code: bool = 
     return tmp / "mkdocs.yml"
 
 
-def build(config: Path, with_code: bool = False) -> subprocess.CompletedProcess[str]:
-    """`mkdocs build --strict` of a mini book (with its own code first on the path)."""
+def build_command(config: Path, with_code: bool = False) -> dict[str, Any]:
+    """`mkdocs build --strict` of a mini book (with its own code first on the path), as
+    `args`, `env` and `cwd`: what `build` runs, or an early run in the background
+    (tests/conftest.py)."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     if with_code:
         env["PYTHONPATH"] = str(config.parent)
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
-                           "-d", str(config.parent / "site")], capture_output=True, text=True, env=env, cwd=config.parent)
+    return {"args": [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(config.parent / "site")],
+            "env": env, "cwd": config.parent}
+
+
+def build(config: Path, with_code: bool = False) -> subprocess.CompletedProcess[str]:
+    """`mkdocs build --strict` of a mini book, now."""
+    return subprocess.run(capture_output=True, text=True, **build_command(config, with_code))
 
 
 def edit(path: Path, old: str, new: str) -> int:

@@ -5,17 +5,19 @@ a <script>, a macro in full-width braces, a widget fence left open, a broken anc
 
 Each case builds a small copy of the book (the real catalogs and glossary, one short
 page per language) with one mistake in it; the build stops before rendering, so a case
-costs about one MkDocs start.
+costs about one MkDocs start. The builds run in the background once the session's site
+is built (`EARLY`, tests/conftest.py); each test reads its build's result.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from minibook import ROOT, build, edit, mini_book
+from minibook import ROOT, build_command, edit, mini_book
 
 
 def catalog_line(key: str) -> str:
@@ -26,10 +28,10 @@ def catalog_line(key: str) -> str:
     return re.search(rf"^ +{leaf}: .*$", text[section:], re.M).group()
 
 
-def test_the_mini_book_builds(tmp_path: Path) -> None:
-    result = build(mini_book(tmp_path))
+def test_the_mini_book_builds(early: Any) -> None:
+    tmp, result = early.result("refuses-none")
     assert result.returncode == 0, result.stderr
-    assert "单卡要存 107.8 GB" in (tmp_path / "site" / "zh" / "index.html").read_text(encoding="utf-8")
+    assert "单卡要存 107.8 GB" in (tmp / "site" / "zh" / "index.html").read_text(encoding="utf-8")
 
 
 CATALOG_MISTAKES = {
@@ -52,12 +54,10 @@ CATALOG_MISTAKES = {
 
 
 @pytest.mark.parametrize("case", CATALOG_MISTAKES)
-def test_the_build_refuses_a_catalog_mistake_at_its_line(tmp_path: Path, case: str) -> None:
-    key, change, message = CATALOG_MISTAKES[case]
-    config = mini_book(tmp_path)
-    line = catalog_line(key)
-    number = edit(tmp_path / "i18n" / "zh.yml", line, change(line))
-    result = build(config)
+def test_the_build_refuses_a_catalog_mistake_at_its_line(early: Any, case: str) -> None:
+    _, _, message = CATALOG_MISTAKES[case]
+    tmp, result = early.result(f"refuses-catalog-{case}")
+    number = (tmp / "line").read_text(encoding="utf-8")
     assert result.returncode != 0
     assert f"i18n/zh.yml:{number}: {message}" in result.stderr, result.stderr[-2000:]
 
@@ -70,12 +70,42 @@ PAGE_MISTAKES = {
 }
 
 
+def the_mini_book(site: Path | None, tmp: Path) -> dict[str, Any]:
+    return build_command(mini_book(tmp))
+
+
+def catalog_mistake(case: str) -> Callable[[Path | None, Path], dict[str, Any]]:
+    def prepare(site: Path | None, tmp: Path) -> dict[str, Any]:
+        key, change, _ = CATALOG_MISTAKES[case]
+        config = mini_book(tmp)
+        line = catalog_line(key)
+        (tmp / "line").write_text(str(edit(tmp / "i18n" / "zh.yml", line, change(line))), encoding="utf-8")
+        return build_command(config)
+    return prepare
+
+
+def page_mistake(case: str) -> Callable[[Path | None, Path], dict[str, Any]]:
+    def prepare(site: Path | None, tmp: Path) -> dict[str, Any]:
+        old, new, _ = PAGE_MISTAKES[case]
+        config = mini_book(tmp)
+        (tmp / "line").write_text(str(edit(tmp / "docs" / "zh" / "index.md", old, new)), encoding="utf-8")
+        return build_command(config)
+    return prepare
+
+
+# Each case's mini book, written and built in the background (its test reads the result).
+EARLY = {
+    "refuses-none": the_mini_book,
+    **{f"refuses-catalog-{case}": catalog_mistake(case) for case in CATALOG_MISTAKES},
+    **{f"refuses-page-{case}": page_mistake(case) for case in PAGE_MISTAKES},
+}
+
+
 @pytest.mark.parametrize("case", PAGE_MISTAKES)
-def test_the_build_refuses_a_page_mistake_at_its_line(tmp_path: Path, case: str) -> None:
-    old, new, message = PAGE_MISTAKES[case]
-    config = mini_book(tmp_path)
-    number = edit(tmp_path / "docs" / "zh" / "index.md", old, new)
-    result = build(config)
+def test_the_build_refuses_a_page_mistake_at_its_line(early: Any, case: str) -> None:
+    _, _, message = PAGE_MISTAKES[case]
+    tmp, result = early.result(f"refuses-page-{case}")
+    number = (tmp / "line").read_text(encoding="utf-8")
     assert result.returncode != 0
     assert re.search(rf"docs/zh/index\.md:{number}: .*{re.escape(message)}", result.stderr), result.stderr[-2000:]
 
