@@ -183,6 +183,22 @@ def ring_step_work(cp: int, split: str = "balanced", *, causal: bool = True) -> 
     return tuple(rows)
 
 
+def _step_maxima(cp: int, split: str, causal: bool) -> tuple[float, float]:
+    """(Σ over steps of the busiest rank's work, the busiest work of any step), in
+    blocks, without building ``ring_step_work``'s cp × cp table (the planner asks for
+    cp up to thousands). Unmasked: every step 1. Causal and balanced: every rank ½ at
+    every step. Causal and contiguous: ½ at step 0 (the diagonal), then 1 (some rank
+    holds an earlier block) for each of the cp − 1 others. A test checks these against
+    the table."""
+    c = _cp(cp)
+    mode = check_choice("split", split, SPLITS)
+    if not check_choice("causal", causal, (False, True)):
+        return float(c), 1.0
+    if mode == "balanced" or c == 1:
+        return c / 2.0, 0.5
+    return 0.5 + (c - 1), 1.0
+
+
 def kv_block_bytes(
     *, hidden: int, heads: int, kv_heads: int, seq_len: int, micro_batch: int, cp: int
 ) -> float:
@@ -327,8 +343,7 @@ def attention_flops_per_gpu_layer(
     s, local = _tokens(seq_len, cp, split)
     b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     block = 4.0 * b * local * local * h
-    work = ring_step_work(cp, split, causal=causal)
-    return math.fsum(max(row) for row in work) * block
+    return _step_maxima(cp, split, causal)[0] * block
 
 
 @dataclass(frozen=True)
@@ -379,8 +394,7 @@ def ring_step_times(
     b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
     x = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
     beta = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
-    work = ring_step_work(cp, split, causal=causal)
-    busiest = max(max(row) for row in work)
+    busiest = _step_maxima(cp, split, causal)[1]
     compute = busiest * 4.0 * b * local * local * h / x
     transfer = 0.0 if cp == 1 else kv_block_bytes(hidden=h, heads=a, kv_heads=k, seq_len=s,
                                                   micro_batch=b, cp=cp) / beta

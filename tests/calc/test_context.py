@@ -56,6 +56,18 @@ def test_balanced_split_gives_every_rank_half_a_block_at_every_step(cp: int) -> 
     assert all(w == 1.0 for row in context.ring_step_work(cp, causal=False) for w in row)
 
 
+
+@pytest.mark.parametrize("cp", [1, 2, 3, 4, 8, 16, 64])
+@pytest.mark.parametrize("split", context.SPLITS)
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_closed_form_of_the_busiest_rank_equals_the_table(cp: int, split: str, causal: bool) -> None:
+    """The compute and FLOP functions use closed forms (the planner asks for cp in the
+    thousands); they must equal the step-by-step table."""
+    work = context.ring_step_work(cp, split, causal=causal)
+    total, busiest = context._step_maxima(cp, split, causal)
+    assert total == math.fsum(max(row) for row in work)
+    assert busiest == max(max(row) for row in work)
+
 def test_kv_block_of_llama2_7b_and_gqa_70b() -> None:
     """2 · (s/cp) · b · h_kv · 2 bytes: 7B (h_kv = 4,096), s = 4,096, cp = 4: 16.78e6;
     70B's 8 K/V heads of 128 make h_kv = 1,024, an eighth of its h."""

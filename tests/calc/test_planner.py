@@ -11,7 +11,17 @@ import pytest
 from calc import planner as pl
 from calc.compute import megatron_training_seconds
 from calc.hardware import GPUS, GPUS_PER_NODE, INTERCONNECTS
-from calc.models import MEGATRON_MODELS, MODELS, megatron_param_count, param_count
+from calc.models import (
+    MEGATRON_MODELS,
+    MODELS,
+    RECENT_MODELS,
+    active_param_count,
+    expert_param_count,
+    megatron_param_count,
+    param_count,
+)
+from calc.context import ring_step_times
+from calc.experts import all_to_all_sent_per_gpu_layer_bytes, expert_state_per_gpu_bytes
 from calc.zero import sent_per_gpu_bytes
 
 DAY = 86_400.0
@@ -74,6 +84,40 @@ def llama_plan(model: str = "llama2-7b", **over: Any) -> pl.Plan:
     return pl.plan(**{**kw, **over})
 
 
+def one(plan: pl.Plan, cp: int = 1, ep: int = 1, **key: int) -> pl.Layout:
+    """The layout of ``plan`` with these fields (cp = ep = 1 unless given)."""
+    want = {"cp": cp, "ep": ep, **key}
+    found = [x for x in plan.layouts if all(getattr(x, k) == v for k, v in want.items())]
+    assert len(found) == 1, (want, len(found))
+    return found[0]
+
+
+# Llama 3 405B's run (Dubey et al. 2024, Sec. 3.3): H100 80 GB, 8 to a server with
+# NVLink (calc.hardware "nvlink4", 450 GB/s per GPU each way), 400 Gb/s RoCE per GPU
+# (50 GB/s); the long-context stage at 131,072 tokens, 16M tokens per batch (128
+# sequences); X = 400 TFLOP/s, about the rate Table 4 reports at 16K GPUs.
+H100 = dict(memory_bytes=80e9, intra_bytes_per_s=INTERCONNECTS["nvlink4"].bytes_per_s, inter_bytes_per_s=50e9,
+            gpus_per_node=GPUS_PER_NODE)
+
+
+def llama31_plan(seq_len: int = 131072, **over: Any) -> pl.Plan:
+    m = RECENT_MODELS["llama3.1-405b"]
+    kw = dict(params=param_count(m), layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
+              seq_len=seq_len, tokens=800e9, gpus=16384, flops_per_gpu=400e12,
+              global_batch=16 * 2**20 // seq_len, recompute="selective", sequence_parallel=True, **H100)
+    return pl.plan(**{**kw, **over})
+
+
+def mixtral_plan(**over: Any) -> pl.Plan:
+    m = RECENT_MODELS["mixtral-8x7b"]
+    kw = dict(params=param_count(m), layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
+              seq_len=4096, tokens=1e12, gpus=256, flops_per_gpu=400e12, global_batch=1024,
+              recompute="selective", sequence_parallel=True, active_params=active_param_count(m),
+              expert_params=m.moe_layers * m.experts * expert_param_count(m), experts=m.experts,
+              experts_per_token=m.experts_per_token, moe_layers=m.moe_layers, **H100)
+    return pl.plan(**{**kw, **over})
+
+
 # -- Megatron-LM 2021 ------------------------------------------------------------------
 
 
@@ -83,7 +127,7 @@ def test_every_table1_layout_fits_on_80gb_a100s(row: tuple) -> None:
     2021 runs had none): some micro-batch count fits in 80 GB."""
     _, _, _, _, tp, pp, gpus, _, _ = row
     plan = table1_plan(row)
-    ours = [x for x in plan.layouts if (x.tp, x.pp, x.zero_stage) == (tp, pp, 0)]
+    ours = [x for x in plan.layouts if (x.tp, x.cp, x.pp, x.zero_stage) == (tp, 1, pp, 0)]
     assert ours and all(x.dp == gpus // (tp * pp) for x in ours)
     fitting = [x for x in ours if x.fits]
     assert fitting, [(x.microbatches, x.reason, x.memory_bytes) for x in ours]
@@ -114,13 +158,24 @@ def test_one_trillion_parameters_take_84_days() -> None:
     assert best.run_s == pytest.approx(eq4, rel=0.05)
 
 
-def test_ideal_time_with_full_recomputation_is_megatron_eq4() -> None:
+def test_ideal_time_is_megatron_eq4_plus_causal_attention() -> None:
+    """8ΨD/(nX) (Eq. 4) plus the attention matmuls 6Ψ leaves out (Eq. 3's s/6h term,
+    here causal: 2·s·h per token and layer forward, 4 passes when recomputed). For
+    GPT-3 at s = 2,048 that adds 1.4%; for Llama 3.1 405B at 128K it is 89% of the
+    parameter term."""
     spec = gpt3_plan().spec
-    assert spec.ideal_seconds == pytest.approx(
-        megatron_training_seconds(params=spec.params, tokens=spec.tokens, gpus=spec.gpus,
-                                  flops_per_gpu=spec.flops_per_gpu), rel=1e-12)
+    eq4 = megatron_training_seconds(params=spec.params, tokens=spec.tokens, gpus=spec.gpus,
+                                    flops_per_gpu=spec.flops_per_gpu)
+    attention = 96 * 4 * 2 * 2048 * 12288 * spec.tokens / (spec.gpus * spec.flops_per_gpu)
+    assert spec.ideal_seconds == pytest.approx(eq4 + attention, rel=1e-12)
+    assert spec.ideal_seconds / eq4 == pytest.approx(1.0138, abs=5e-4)
+    psi = param_count(MODELS["llama2-7b"])
     assert llama_plan().spec.ideal_seconds == pytest.approx(
-        6 * param_count(MODELS["llama2-7b"]) * 2e12 / (256 * 150e12), rel=1e-12)
+        (6 * psi + 32 * 4 * 2 * 4096 * 4096) * 2e12 / (256 * 150e12), rel=1e-12)
+    long = llama31_plan().spec
+    assert long.attention_flops_per_token / (6 * long.params) == pytest.approx(
+        126 * 4 * 2 * 131072 * 16384 / (6 * 405_853_388_800), rel=1e-12)
+    assert long.attention_flops_per_token / (6 * long.params) == pytest.approx(0.89, abs=0.005)
 
 
 def test_the_paper_layout_of_the_1t_model_is_slower_here_than_its_measured_rate() -> None:
@@ -129,7 +184,7 @@ def test_the_paper_layout_of_the_1t_model_is_slower_here_than_its_measured_rate(
     8 × 64 × 6 layout's bubble a second time, so that layout comes out above 84 days
     (documented in the planner's report, not hidden)."""
     plan = trillion_plan()
-    paper = min((x for x in plan.feasible if (x.tp, x.pp) == (8, 64)), key=lambda x: x.run_s)
+    paper = min((x for x in plan.feasible if (x.tp, x.cp, x.pp) == (8, 1, 64)), key=lambda x: x.run_s)
     assert paper.dp == 6
     assert paper.run_s > plan.best.run_s
     assert paper.bubble_s / paper.step_s > 0.05
@@ -150,18 +205,23 @@ def test_megatron_1t_preset_matches_eq2() -> None:
 
 
 def brute_force_count(gpus: int, batch: int) -> int:
-    """Layouts counted independently: t a power of two dividing n, p dividing n/t,
-    4 ZeRO stages, m dividing B/d (or one layout when d does not divide B)."""
+    """Layouts counted independently: t and cp powers of two, t dividing n, cp dividing
+    n/t, p dividing n/(t·cp), 4 ZeRO stages, m dividing B/d (or one layout when d does
+    not divide B); a dense model has ep = 1 only."""
     count = 0
     for t in range(1, gpus + 1):
         if gpus % t or t & (t - 1):
             continue
-        for p in range(1, gpus // t + 1):
-            if (gpus // t) % p:
+        for cp in range(1, gpus // t + 1):
+            if (gpus // t) % cp or cp & (cp - 1):
                 continue
-            d = gpus // (t * p)
-            ms = [m for m in range(1, batch + 1) if batch % d == 0 and (batch // d) % m == 0]
-            count += 4 * max(1, len(ms))
+            rest = gpus // (t * cp)
+            for p in range(1, rest + 1):
+                if rest % p:
+                    continue
+                d = rest // p
+                ms = [m for m in range(1, batch + 1) if batch % d == 0 and (batch // d) % m == 0]
+                count += 4 * max(1, len(ms))
     return count
 
 
@@ -169,7 +229,7 @@ def brute_force_count(gpus: int, batch: int) -> int:
 def test_candidate_count_matches_an_independent_enumeration(gpus: int, batch: int) -> None:
     plan = llama_plan(gpus=gpus, global_batch=batch)
     assert len(plan.layouts) == brute_force_count(gpus, batch)
-    keys = [(x.tp, x.pp, x.zero_stage, x.microbatches) for x in plan.layouts]
+    keys = [(x.tp, x.cp, x.pp, x.ep, x.zero_stage, x.microbatches) for x in plan.layouts]
     assert len(keys) == len(set(keys))
     assert len(plan.feasible) + len(plan.rejected) == len(plan.layouts)
     assert sum(n for _, n in plan.counts) == len(plan.rejected)
@@ -182,7 +242,7 @@ def test_every_layout_has_exactly_one_verdict(plan: pl.Plan) -> None:
     for x in plan.feasible:
         assert x.fits and x.reason == "" and x.evaluated
         assert x.memory_bytes <= plan.spec.memory_bytes
-        assert x.tp * x.pp * x.dp == plan.spec.gpus
+        assert x.tp * x.cp * x.pp * x.dp == plan.spec.gpus
         assert x.micro_batch * x.microbatches * x.dp == plan.spec.global_batch
     for x in plan.rejected:
         assert not x.fits and x.reason in pl.REASONS
@@ -190,25 +250,34 @@ def test_every_layout_has_exactly_one_verdict(plan: pl.Plan) -> None:
         if x.reason == "memory":
             assert x.memory_bytes > plan.spec.memory_bytes
     assert dict(plan.counts) == {r: sum(1 for x in plan.rejected if x.reason == r) for r in pl.REASONS}
-    runs = [x.run_s for x in plan.feasible]
+    runs = [float(f"{x.run_s:.9e}") for x in plan.feasible]  # ties within 1e-9 go by ZeRO stage, t, p, …
     assert runs == sorted(runs)
 
 
 def test_the_first_failing_rule_is_the_reason() -> None:
-    spec = dict(layers=32, heads=32, global_batch=1024, gpus_per_node=8)
+    spec = dict(layers=32, heads=32, global_batch=1024, gpus_per_node=8, seq_len=4096)
 
-    def reason(tp: int, pp: int, dp: int, zero_stage: int) -> str:
-        return pl.reject_reason(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, **spec)
+    def reason(tp: int, pp: int, dp: int, zero_stage: int, **more: Any) -> str:
+        return pl.reject_reason(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, **{**spec, **more})
 
     assert reason(64, 1, 4, 0) == "tp_heads"
+    assert reason(8, 1, 4, 0, kv_heads=4) == "tp_heads"  # whole K/V groups per GPU
+    assert reason(4, 1, 4, 0, kv_heads=4) == ""
     assert reason(16, 1, 16, 0) == "tp_node"  # 16 divides 32 heads
-    assert reason(8, 3, 8, 0) == "pp_layers"
+    assert reason(8, 3, 8, 0) == ""  # uneven stages: 11, 11, 10 layers
     assert reason(8, 64, 1, 0) == "pp_layers"  # more stages than layers
+    assert reason(1, 1, 8, 0, cp=8, seq_len=4100) == "cp_seq"  # 16 chunks of 256.25 tokens
+    assert reason(1, 1, 8, 0, cp=2, seq_len=4100) == ""  # 4 chunks of 1,025
+    assert reason(1, 1, 8, 0, ep=16, experts=8) == "ep_experts"
+    assert reason(1, 1, 8, 0, ep=4, experts=6) == "ep_experts"
+    assert reason(2, 1, 8, 0, ep=4, experts=8) == "ep_sp"
+    assert reason(2, 1, 8, 0, ep=4, experts=8, sequence_parallel=True) == ""
     assert reason(1, 1, 3, 0) == "batch"
     assert reason(8, 2, 8, 2) == "zero_pp"
     assert reason(8, 2, 8, 1) == ""
     assert reason(8, 1, 8, 3) == ""
     assert reason(64, 3, 1, 3) == "tp_heads"  # several apply: the first
+    assert reason(16, 64, 1, 3, cp=8, seq_len=4100) == "tp_node"
 
 
 def test_a_batch_that_does_not_split_gives_one_layout_per_stage_with_no_microbatch() -> None:
@@ -217,9 +286,9 @@ def test_a_batch_that_does_not_split_gives_one_layout_per_stage_with_no_microbat
     assert odd and all(x.microbatches == 0 == x.micro_batch and not x.evaluated for x in odd)
     # "batch" unless an earlier rule (heads, node, layers) already applies
     assert {x.reason for x in odd} <= {"tp_heads", "tp_node", "pp_layers", "batch"}
-    assert all(x.reason == "batch" for x in odd if x.tp <= 8 and 32 % x.pp == 0)
-    for t, p, d in {(x.tp, x.pp, x.dp) for x in odd}:
-        assert sorted(x.zero_stage for x in odd if (x.tp, x.pp) == (t, p)) == [0, 1, 2, 3]
+    assert all(x.reason == "batch" for x in odd if x.tp <= 8 and x.pp <= 32)
+    for t, c, p in {(x.tp, x.cp, x.pp) for x in odd}:
+        assert sorted(x.zero_stage for x in odd if (x.tp, x.cp, x.pp) == (t, c, p)) == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("make", [llama_plan, gpt3_plan], ids=["7b", "gpt3"])
@@ -227,7 +296,7 @@ def test_more_gpu_memory_never_rejects_more_layouts(make: Any) -> None:
     previous: set | None = None
     for memory in (16e9, 24e9, 40e9, 48e9, 80e9, 94e9, 141e9, 192e9):
         plan = make(memory_bytes=memory)
-        ok = {(x.tp, x.pp, x.zero_stage, x.microbatches) for x in plan.feasible}
+        ok = {(x.tp, x.cp, x.pp, x.ep, x.zero_stage, x.microbatches) for x in plan.feasible}
         if previous is not None:
             assert previous <= ok
         previous = ok
@@ -236,8 +305,8 @@ def test_more_gpu_memory_never_rejects_more_layouts(make: Any) -> None:
 @pytest.mark.parametrize("make", [llama_plan, gpt3_plan], ids=["7b", "gpt3"])
 def test_zero3_never_needs_more_memory_than_zero2(make: Any) -> None:
     plan = make()
-    by_key = {(x.tp, x.pp, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
-    pairs = [(by_key[k], by_key[(k[0], k[1], 2, k[3])]) for k in by_key if k[2] == 3]
+    by_key = {(x.tp, x.cp, x.pp, x.ep, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
+    pairs = [(by_key[k], by_key[(*k[:4], 2, k[5])]) for k in by_key if k[4] == 3]
     assert pairs
     for z3, z2 in pairs:
         assert z3.memory_bytes <= z2.memory_bytes
@@ -246,10 +315,10 @@ def test_zero3_never_needs_more_memory_than_zero2(make: Any) -> None:
 
 def test_each_zero_stage_needs_no_more_memory_than_the_one_before() -> None:
     plan = llama_plan("llama2-70b")
-    by_key = {(x.tp, x.pp, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
-    for (t, p, z, m), x in by_key.items():
-        if z and (t, p, z - 1, m) in by_key:
-            assert x.memory_bytes <= by_key[(t, p, z - 1, m)].memory_bytes
+    by_key = {(x.tp, x.cp, x.pp, x.ep, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
+    for (t, c, p, e, z, m), x in by_key.items():
+        if z and (t, c, p, e, z - 1, m) in by_key:
+            assert x.memory_bytes <= by_key[(t, c, p, e, z - 1, m)].memory_bytes
 
 
 def test_planning_is_deterministic() -> None:
@@ -263,10 +332,11 @@ def test_planning_is_deterministic() -> None:
 def test_one_layout_by_hand_the_3d_chapters_8_by_4_by_8() -> None:
     """Llama 2 7B, 8 TP × 4 PP × 8 DP, ZeRO-1, b = 1, m = 128, selective recomputation."""
     plan = llama_plan()
-    x = next(x for x in plan.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == (8, 4, 1, 128))
+    x = one(plan, tp=8, pp=4, zero_stage=1, microbatches=128)
     psi = param_count(MODELS["llama2-7b"])
     s = h = 4096
-    t_c = 6 * psi / 32 * s / 150e12
+    attention = 4 * 2 * s * s * h / 8 * 8  # 4 passes (selective reruns it) of 2·s²·h, over t, 8 layers
+    t_c = (6 * psi / 32 * s + attention) / 150e12
     t_tp = 8 * 4 * (2 * 7 / 8) * s * h * 2 / 450e9  # 8 layers × 4 all-reduces
     message = s * h * 2.0
     t_pp = 2 * (message / 8 / 50e9 + message * 7 / 8 / 450e9)
@@ -288,19 +358,18 @@ def test_one_layout_by_hand_the_3d_chapters_8_by_4_by_8() -> None:
     layout = dict(tp=8, pp=4, dp=8, zero_stage=1, microbatches=128)
     assert pl.layout_memory(plan.spec, **layout) == (x.memory_bytes, x.state_bytes, x.activation_bytes)
     assert pl.layout_times(plan.spec, **layout) == (
-        x.compute_s, x.bubble_s, x.tp_comm_s, x.pp_comm_s, x.dp_comm_s, x.step_s)
+        x.compute_s, x.bubble_s, x.tp_comm_s, x.cp_comm_s, x.ep_comm_s, x.pp_comm_s, x.dp_comm_s, x.step_s)
+    assert x.cp_comm_s == x.ep_comm_s == 0
 
 
 def test_optimizer_bytes_sets_the_state_of_every_layout() -> None:
     """K = ``optimizer_bytes`` (12 by default, ZeRO Sec. 3.1): with ZeRO-1 over d = 8 the
     state of Ψ/(t·p) is (4 + K/8)·Ψ/32; activations do not change."""
-    key = (8, 4, 1, 128)
+    key = dict(tp=8, pp=4, zero_stage=1, microbatches=128)
     psi = param_count(MODELS["llama2-7b"])
-    default = next(x for x in llama_plan().layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
-    k6 = next(x for x in llama_plan(optimizer_bytes=6).layouts
-              if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
-    assert default == next(x for x in llama_plan(optimizer_bytes=12).layouts
-                           if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
+    default = one(llama_plan(), **key)
+    k6 = one(llama_plan(optimizer_bytes=6), **key)
+    assert default == one(llama_plan(optimizer_bytes=12), **key)
     assert k6.state_bytes == pytest.approx((4 + 6 / 8) * psi / 32, rel=1e-12)
     assert k6.activation_bytes == default.activation_bytes
 
@@ -324,8 +393,13 @@ def test_full_recomputation_costs_a_third_more_compute_and_repeats_two_all_reduc
     layout = dict(tp=8, pp=1, dp=32, zero_stage=1, microbatches=4)
     a = pl.layout_times(sel.spec, **layout)
     b = pl.layout_times(full.spec, **layout)
-    assert b[0] == pytest.approx(a[0] * 8 / 6, rel=1e-12)
+    psi, s = param_count(MODELS["llama2-7b"]), 4096
+    # 2 FLOP more per parameter and token; the attention matmuls are rerun by both modes
+    assert b[0] - a[0] == pytest.approx(4 * 2 * psi / 8 * (1024 // 32 // 4) * s / 150e12, rel=1e-9)
     assert b[2] == pytest.approx(a[2] * 6 / 4, rel=1e-12)
+    none = pl.layout_times(llama_plan(recompute="none").spec, **layout)
+    attention = 4 * 2 * s * s * 4096 / 8 * 32 * 32 / 150e12  # 32 layers, m·b = 4 × 8 sequences
+    assert a[0] - none[0] == pytest.approx(attention / 4, rel=1e-9)  # the one rerun forward of 4 passes
 
 
 @pytest.mark.parametrize("zero_stage", [0, 1, 2, 3])
@@ -344,9 +418,8 @@ def test_dp_collectives_add_up_to_zeros_volume_with_one_microbatch(zero_stage: i
 def test_data_parallel_time_is_hidden_until_it_outgrows_the_backward_pass() -> None:
     fast = llama_plan(inter_bytes_per_s=50e9)
     slow = llama_plan(inter_bytes_per_s=1e9)
-    key = (1, 1, 1, 4)
-    f = next(x for x in fast.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
-    s = next(x for x in slow.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == key)
+    key = dict(tp=1, pp=1, zero_stage=1, microbatches=4)
+    f, s = one(fast, **key), one(slow, **key)
     assert f.dp_comm_s == 0 and s.dp_comm_s > 0
     assert s.step_s == pytest.approx(f.step_s + s.dp_comm_s, rel=1e-12)
 
@@ -354,8 +427,8 @@ def test_data_parallel_time_is_hidden_until_it_outgrows_the_backward_pass() -> N
 def test_sequence_parallelism_divides_the_activations_by_t() -> None:
     off = llama_plan(recompute="selective")
     on = llama_plan(recompute="selective", sequence_parallel=True)
-    a = next(x for x in off.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == (8, 1, 1, 4))
-    b = next(x for x in on.layouts if (x.tp, x.pp, x.zero_stage, x.microbatches) == (8, 1, 1, 4))
+    key = dict(tp=8, pp=1, zero_stage=1, microbatches=4)
+    a, b = one(off, **key), one(on, **key)
     assert b.activation_bytes == pytest.approx(a.activation_bytes * 34 / 8 / (10 + 24 / 8), rel=1e-12)
 
 
@@ -364,7 +437,7 @@ def test_the_default_scenario_prefers_zero1_data_parallelism() -> None:
     behind the backward pass, so plain ZeRO-1 data parallelism reaches the ideal time."""
     plan = llama_plan()
     best = plan.best
-    assert (best.tp, best.pp, best.dp, best.zero_stage) == (1, 1, 256, 1)
+    assert (best.tp, best.cp, best.pp, best.dp, best.ep, best.zero_stage) == (1, 1, 1, 256, 1, 1)
     assert best.run_s == pytest.approx(plan.spec.ideal_seconds, rel=1e-12)
 
 
@@ -378,7 +451,8 @@ def test_nothing_fits_gives_no_best() -> None:
 GOOD = dict(params=6.7e9, layers=32, hidden=4096, heads=32, seq_len=4096, tokens=2e12, gpus=64,
             memory_bytes=80e9, flops_per_gpu=150e12, intra_bytes_per_s=450e9, inter_bytes_per_s=50e9,
             gpus_per_node=8, global_batch=1024, recompute="full", sequence_parallel=False,
-            optimizer_bytes=12.0)
+            optimizer_bytes=12.0, kv_heads=8, active_params=0.0, expert_params=0.0, experts=0,
+            experts_per_token=0, moe_layers=0)
 BAD = {
     float: [math.nan, math.inf, True, "8", None, -1, 1e40],
     int: [math.nan, math.inf, True, "8", None, -1, 1e40, 2.5],
@@ -407,11 +481,128 @@ def test_helpers_validate_their_arguments() -> None:
     with pytest.raises(ValueError, match="^spec must be"):
         pl.layout_memory("spec", tp=1, pp=1, dp=1, zero_stage=0, microbatches=1)  # type: ignore[arg-type]
     spec = llama_plan(gpus=8).spec
-    with pytest.raises(ValueError, match="tp × pp × dp must equal gpus"):
+    with pytest.raises(ValueError, match="tp × cp × pp × dp must equal gpus"):
         pl.layout_times(spec, tp=2, pp=2, dp=3, zero_stage=0, microbatches=1)
+    with pytest.raises(ValueError, match="ep divide cp × dp"):
+        pl.layout_times(spec, tp=1, pp=1, dp=8, zero_stage=0, microbatches=1, ep=2)  # a dense model
+    with pytest.raises(ValueError, match="^experts, expert_params"):
+        pl.plan(**{**GOOD, "experts": 8})
+    with pytest.raises(ValueError, match="^cp must be"):
+        pl.expert_degrees(cp=0, dp=1, experts=8)
     with pytest.raises(ValueError, match="^reason must be"):
         llama_plan(gpus=8).count("slow")
-    assert pl.degrees(12) == ((1, 1, 12), (1, 2, 6), (1, 3, 4), (1, 4, 3), (1, 6, 2), (1, 12, 1),
-                              (2, 1, 6), (2, 2, 3), (2, 3, 2), (2, 6, 1), (4, 1, 3), (4, 3, 1))
+    assert pl.degrees(12) == (
+        (1, 1, 1, 12), (1, 1, 2, 6), (1, 1, 3, 4), (1, 1, 4, 3), (1, 1, 6, 2), (1, 1, 12, 1),
+        (1, 2, 1, 6), (1, 2, 2, 3), (1, 2, 3, 2), (1, 2, 6, 1), (1, 4, 1, 3), (1, 4, 3, 1),
+        (2, 1, 1, 6), (2, 1, 2, 3), (2, 1, 3, 2), (2, 1, 6, 1), (2, 2, 1, 3), (2, 2, 3, 1),
+        (4, 1, 1, 3), (4, 1, 3, 1))
+    assert pl.expert_degrees(cp=2, dp=12, experts=8) == (1, 2, 4, 8)
+    assert pl.expert_degrees(cp=2, dp=12, experts=0) == (1,)
+    assert pl.stage_layers(126, 16) == 8 and pl.stage_layers(61, 16) == 4 and pl.stage_layers(32, 4) == 8
     assert pl.microbatch_counts(1024, 8) == (1, 2, 4, 8, 16, 32, 64, 128)
     assert pl.microbatch_counts(1024, 3) == ()
+
+
+# -- context and expert parallelism ---------------------------------------------------------
+
+
+def test_at_128k_tokens_llama3_405b_fits_almost_only_with_context_parallelism() -> None:
+    """s = 131,072 on 16,384 H100s (Llama 3's long-context stage): without cp the
+    activations of one sequence fill a GPU; the few cp = 1 layouts that fit spread the
+    126 layers over 64 stages, and spend most of each step in the bubble. The best
+    layout splits the sequence."""
+    plan = llama31_plan()
+    best = plan.best
+    assert best is not None and best.cp > 1
+    alone = [x for x in plan.feasible if x.cp == 1]
+    assert alone and all(x.pp >= 64 and x.bubble_s / x.step_s > 0.9 for x in alone)
+    assert best.run_s < min(x.run_s for x in alone) / 5
+
+
+def test_at_8k_tokens_the_best_layout_needs_no_context_parallelism() -> None:
+    best = llama31_plan(8192).best
+    assert best is not None and best.cp == 1
+
+
+def test_context_parallelism_divides_the_activations_by_cp() -> None:
+    """Same t, p, micro-batches in flight and b: cp = 16 keeps 1/16 of the activations
+    (Liu et al. 2023, Sec. 3; calc.context.activation_bytes_per_gpu_layer)."""
+    spec = llama31_plan(global_batch=2048).spec
+    _, _, split = pl.layout_memory(spec, tp=8, cp=16, pp=1, dp=128, zero_stage=1, microbatches=16)
+    _, _, whole = pl.layout_memory(spec, tp=8, cp=1, pp=1, dp=2048, zero_stage=1, microbatches=1)
+    assert split == pytest.approx(whole / 16, rel=1e-12)
+
+
+def test_llama3s_long_context_layout_fits_once_its_data_parallelism_shards_everything() -> None:
+    """Table 4's 128K row: TP 8, CP 16, PP 16, DP 8, 16 sequences per DP group (so one
+    sequence per micro-batch). Its DP is FSDP (Sec. 3.3.2: it shards the model, the
+    optimizer and the gradients), state as ZeRO-3; with ZeRO-1 the same layout would
+    need more than 80 GB."""
+    spec = llama31_plan().spec
+    layout = dict(tp=8, cp=16, pp=16, dp=8, microbatches=16)
+    fsdp, _, acts = pl.layout_memory(spec, zero_stage=3, **layout)
+    zero1, _, _ = pl.layout_memory(spec, zero_stage=1, **layout)
+    assert fsdp <= 80e9 < zero1
+    assert acts == pytest.approx(16 * 8 * 34 * (131072 / 16) * 16384 / 8, rel=1e-12)  # 16 in flight × 8 layers
+
+
+def test_a_ring_step_that_outlasts_its_compute_is_charged_layer_by_layer() -> None:
+    """On a slow link the exposed ring time is (cp − 1) steps × (twice the forward's
+    excess, since selective recomputation reruns it, + the backward's) / t × ⌈L/p⌉
+    layers, per micro-batch (calc.context.ring_step_times)."""
+    plan = llama31_plan(inter_bytes_per_s=5e9)
+    x = one(plan, tp=8, cp=16, pp=16, zero_stage=1, microbatches=16)
+    ring = ring_step_times(hidden=16384, heads=128, kv_heads=8, seq_len=131072, micro_batch=1, cp=16,
+                           flops_per_gpu=400e12, bytes_per_s=5e9)  # t·cp = 128 GPUs: across nodes
+    forward = ring.forward_transfer - ring.forward_compute
+    backward = ring.backward_transfer - ring.backward_compute
+    assert forward > 0 and backward > 0
+    assert x.cp_comm_s == pytest.approx(16 * 15 * (2 * forward + backward) / 8 * 8, rel=1e-12)
+    fast = one(llama31_plan(), tp=8, cp=16, pp=16, zero_stage=1, microbatches=16)
+    assert fast.cp_comm_s == 0  # 8,192 tokens a GPU hide the transfer at 50 GB/s
+
+
+def test_mixtral_spreads_its_experts_and_pays_for_the_all_to_all() -> None:
+    """Mixtral 8x7B on 256 GPUs: the best layout uses ep > 1 (within a node), and its
+    exposed all-to-all time equals calc.experts' bytes over NVLink for the 32 MoE
+    layers, per micro-batch."""
+    plan = mixtral_plan()
+    best = plan.best
+    assert best is not None and best.ep > 1 and best.tp * best.ep <= 8
+    tokens = best.micro_batch * 4096 // best.cp
+    sent = all_to_all_sent_per_gpu_layer_bytes(tokens=tokens, hidden=4096, experts_per_token=2, ep=best.ep)
+    assert best.ep_comm_s == pytest.approx(best.microbatches * sent / best.tp * 32 / best.pp / 450e9, rel=1e-12)
+
+
+def test_expert_state_is_split_by_ep_and_the_rest_by_the_data_parallel_gpus() -> None:
+    """ZeRO-0, t = p = cp = 1: every GPU keeps the non-expert parameters whole and 1/ep
+    of the routed experts (calc.experts.expert_state_per_gpu_bytes), 16 bytes each."""
+    plan = mixtral_plan(memory_bytes=1e12)
+    m = RECENT_MODELS["mixtral-8x7b"]
+    experts = m.moe_layers * m.experts * expert_param_count(m)
+    for ep in (1, 2, 4, 8):
+        x = one(plan, tp=1, pp=1, ep=ep, zero_stage=0, microbatches=4)
+        routed = expert_state_per_gpu_bytes(hidden=4096, moe_ffn=m.moe_ffn, experts=8, moe_layers=32, ep=ep)
+        assert x.state_bytes == pytest.approx((param_count(m) - experts) * 16 + routed, rel=1e-12)
+
+
+def test_more_expert_parallelism_never_needs_more_memory() -> None:
+    plan = mixtral_plan()
+    by_key = {(x.tp, x.cp, x.pp, x.ep, x.zero_stage, x.microbatches): x for x in plan.layouts if x.evaluated}
+    for (t, c, p, e, z, m), x in by_key.items():
+        if (t, c, p, 2 * e, z, m) in by_key:
+            assert by_key[(t, c, p, 2 * e, z, m)].memory_bytes <= x.memory_bytes
+
+
+def test_expert_parallelism_with_tensor_parallelism_asks_for_sequence_parallelism() -> None:
+    plan = mixtral_plan(sequence_parallel=False)
+    assert plan.count("ep_sp") > 0
+    assert all(x.tp == 1 or x.ep == 1 for x in plan.feasible)
+    assert all(x.tp > 1 and x.ep > 1 for x in plan.rejected if x.reason == "ep_sp")
+
+
+def test_an_moe_model_is_charged_for_the_parameters_a_token_uses() -> None:
+    """Mixtral computes with 12.9B of its 46.7B parameters per token."""
+    spec = mixtral_plan().spec
+    assert spec.used_params == active_param_count(RECENT_MODELS["mixtral-8x7b"])
+    assert spec.flops == pytest.approx((6 * spec.used_params + 32 * 4 * 2 * 4096 * 4096) * 1e12, rel=1e-12)
