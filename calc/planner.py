@@ -795,6 +795,7 @@ def plan(
     experts: int = 0,
     experts_per_token: int = 0,
     moe_layers: int = 0,
+    context_parallel: bool = False,
 ) -> Plan:
     """Every layout of ``gpus`` GPUs for a model of Ψ = ``params`` parameters (L
     ``layers``, hidden size h, a ``heads`` and ``kv_heads`` key/value heads, 0 = a,
@@ -810,6 +811,13 @@ def plan(
     token`` k, ``moe_layers`` of the L layers, ``expert_params`` Ψ_e the routed experts'
     parameters (all layers), ``active_params`` Ψ_a those one token uses
     (``calc.models.active_param_count``); all 0 for a dense model.
+
+    ``context_parallel`` lets the search split sequences (cp > 1); off, every layout
+    has cp = 1, as in a run that does not use it. It is a choice rather than always on
+    because this model flatters cp: the ring's transfer hides behind attention while
+    tensor parallelism's all-reduces never hide, so inside a node the search may trade
+    t for cp even for 2,048-token sequences, where practitioners keep cp = 1 (Megatron-
+    Core's guide recommends cp for long sequences, from about 8K tokens).
 
     The enumeration, rejection rules, time and memory model are those of the module
     docstring. Per (t, cp, p) the activations of one sequence are computed once, per
@@ -832,7 +840,10 @@ def plan(
     counts = dict.fromkeys(REASONS, 0)
     shape = _shape_of(spec)
     big_b = spec.global_batch
+    split = check_choice("context_parallel", context_parallel, (False, True))
     for t, c, p, d in degrees(spec.gpus):
+        if c > 1 and not split:
+            continue
         ms = microbatch_counts(big_b, d)
         eps = expert_degrees(cp=c, dp=d, experts=spec.experts)
         reason = _model_reason(shape, t, c, p)

@@ -104,7 +104,8 @@ def llama31_plan(seq_len: int = 131072, **over: Any) -> pl.Plan:
     m = RECENT_MODELS["llama3.1-405b"]
     kw = dict(params=param_count(m), layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
               seq_len=seq_len, tokens=800e9, gpus=16384, flops_per_gpu=400e12,
-              global_batch=16 * 2**20 // seq_len, recompute="selective", sequence_parallel=True, **H100)
+              global_batch=16 * 2**20 // seq_len, recompute="selective", sequence_parallel=True,
+              context_parallel=True, **H100)
     return pl.plan(**{**kw, **over})
 
 
@@ -114,7 +115,7 @@ def mixtral_plan(**over: Any) -> pl.Plan:
               seq_len=4096, tokens=1e12, gpus=256, flops_per_gpu=400e12, global_batch=1024,
               recompute="selective", sequence_parallel=True, active_params=active_param_count(m),
               expert_params=m.moe_layers * m.experts * expert_param_count(m), experts=m.experts,
-              experts_per_token=m.experts_per_token, moe_layers=m.moe_layers, **H100)
+              experts_per_token=m.experts_per_token, moe_layers=m.moe_layers, context_parallel=True, **H100)
     return pl.plan(**{**kw, **over})
 
 
@@ -204,16 +205,16 @@ def test_megatron_1t_preset_matches_eq2() -> None:
 # -- enumeration and invariants -----------------------------------------------------------
 
 
-def brute_force_count(gpus: int, batch: int) -> int:
+def brute_force_count(gpus: int, batch: int, split: bool = True) -> int:
     """Layouts counted independently: t and cp powers of two, t dividing n, cp dividing
     n/t, p dividing n/(t·cp), 4 ZeRO stages, m dividing B/d (or one layout when d does
-    not divide B); a dense model has ep = 1 only."""
+    not divide B); a dense model has ep = 1 only; cp = 1 unless ``split``."""
     count = 0
     for t in range(1, gpus + 1):
         if gpus % t or t & (t - 1):
             continue
         for cp in range(1, gpus // t + 1):
-            if (gpus // t) % cp or cp & (cp - 1):
+            if (gpus // t) % cp or cp & (cp - 1) or (cp > 1 and not split):
                 continue
             rest = gpus // (t * cp)
             for p in range(1, rest + 1):
@@ -227,7 +228,8 @@ def brute_force_count(gpus: int, batch: int) -> int:
 
 @pytest.mark.parametrize("gpus, batch", [(8, 64), (256, 1024), (1536, 2304), (48, 96), (24, 1024), (1, 8)])
 def test_candidate_count_matches_an_independent_enumeration(gpus: int, batch: int) -> None:
-    plan = llama_plan(gpus=gpus, global_batch=batch)
+    assert len(llama_plan(gpus=gpus, global_batch=batch).layouts) == brute_force_count(gpus, batch, split=False)
+    plan = llama_plan(gpus=gpus, global_batch=batch, context_parallel=True)
     assert len(plan.layouts) == brute_force_count(gpus, batch)
     keys = [(x.tp, x.cp, x.pp, x.ep, x.zero_stage, x.microbatches) for x in plan.layouts]
     assert len(keys) == len(set(keys))
@@ -452,7 +454,7 @@ GOOD = dict(params=6.7e9, layers=32, hidden=4096, heads=32, seq_len=4096, tokens
             memory_bytes=80e9, flops_per_gpu=150e12, intra_bytes_per_s=450e9, inter_bytes_per_s=50e9,
             gpus_per_node=8, global_batch=1024, recompute="full", sequence_parallel=False,
             optimizer_bytes=12.0, kv_heads=8, active_params=0.0, expert_params=0.0, experts=0,
-            experts_per_token=0, moe_layers=0)
+            experts_per_token=0, moe_layers=0, context_parallel=False)
 BAD = {
     float: [math.nan, math.inf, True, "8", None, -1, 1e40],
     int: [math.nan, math.inf, True, "8", None, -1, 1e40, 2.5],
@@ -522,6 +524,13 @@ def test_at_128k_tokens_llama3_405b_fits_almost_only_with_context_parallelism() 
 def test_at_8k_tokens_the_best_layout_needs_no_context_parallelism() -> None:
     best = llama31_plan(8192).best
     assert best is not None and best.cp == 1
+
+
+def test_without_context_parallelism_every_layout_keeps_whole_sequences() -> None:
+    plan = llama31_plan(context_parallel=False)
+    assert {x.cp for x in plan.layouts} == {1}
+    assert plan.count("cp_seq") == 0
+    assert len(plan.layouts) < len(llama31_plan().layouts)
 
 
 def test_context_parallelism_divides_the_activations_by_cp() -> None:

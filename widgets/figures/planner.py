@@ -1,14 +1,21 @@
 """Widget `planner`: plan a run.
 
-Controls: the model, training tokens, GPU count and memory, sustained throughput per
-GPU, the links inside and between nodes, the global batch, activation recomputation
-and sequence parallelism. `calc.planner.plan` enumerates every (TP, PP, DP, ZeRO stage,
-micro-batch count) layout; the widget shows the ten fastest that fit as a table with
+Controls: the model, the sequence length (the model's own or a longer one), training
+tokens, GPU count and memory, sustained throughput per GPU, the links inside and
+between nodes, the global batch, activation recomputation, sequence parallelism and
+whether sequences may be split (context parallelism; ep is always tried for an MoE model).
+`calc.planner.plan` enumerates every (TP, CP, PP, DP, EP, ZeRO stage, micro-batch
+count) layout; the widget shows the ten fastest that fit as a table with
 one stacked bar per layout (compute, pipeline bubble, exposed communication, against
 the ideal time), the rejected ones grouped by reason with a localized message that
 carries the numbers, and a collapsible list of rejected layouts (a few per reason, the
 count of the rest). The 3D chapter's layout (8 TP × 4 PP, ZeRO-1, micro-batch size 1)
 is marked in the table, or appended with its rank. Every number comes from `calc`.
+
+The models are the seed's Llama 2, Megatron-LM's GPT presets, Llama 3.1 and Mixtral
+8x7B. DeepSeek-V3 is left out: its 61 layers and 256 experts make the search some
+200,000 layouts at 2,048 GPUs, too slow for a live update in the browser; the 3D
+chapter evaluates its published layout instead (``calc.runs``).
 """
 
 from __future__ import annotations
@@ -18,7 +25,16 @@ from typing import Any, Iterable, Mapping
 
 from calc.activations import RECOMPUTE_MODES
 from calc.hardware import GPUS_PER_NODE
-from calc.models import DEFAULT_MODEL, MEGATRON_MODELS, MODELS, param_count
+from calc.models import (
+    DEFAULT_MODEL,
+    MEGATRON_MODELS,
+    MODELS,
+    RECENT_MODELS,
+    ModelConfig,
+    active_param_count,
+    expert_param_count,
+    param_count,
+)
 from calc.planner import REASONS, Layout, Plan, plan
 
 from ..framework.html import attrs, esc, num, svg, value_span
@@ -27,19 +43,22 @@ from ..framework.spec import Choice, NumberChoice, Range, Toggle
 from ._common import all_values_table, output_label
 
 NAME = "planner"
-MODEL_TABLE = {**MODELS, **MEGATRON_MODELS}
+MODEL_TABLE: dict[str, ModelConfig] = {**MODELS, **MEGATRON_MODELS,
+                                        **{k: m for k, m in RECENT_MODELS.items() if k != "deepseek-v3"}}
+SEQ_LENS = ("model", "2048", "4096", "8192", "16384", "32768", "65536", "131072")
 GPU_COUNTS = ("8", "16", "32", "64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096")
 MEMORIES_GB = ("16", "24", "40", "48", "80", "94", "141", "192")
 BATCHES = ("64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096")
 TOP = 10  # fastest layouts drawn
 ROWS_PER_REASON = 6  # rejected layouts listed per reason in the collapsible list
 VALUES_LISTED = 5  # distinct t / p / d values named in a reason's summary
-REF_TP, REF_PP, REF_ZERO, REF_B = 8, 4, 1, 1  # the 3D chapter's layout (seed 000, step 6)
+REF_TP, REF_PP, REF_ZERO, REF_B = 8, 4, 1, 1  # the 3D chapter's layout (seed 000, step 6), cp = ep = 1
 IDEAL_SHARE = 5e-4  # bubble + exposed communication below 0.05% of a step reads as "ideal"
-LIST_ORDER = ("memory", "zero_pp", "batch", "pp_layers", "tp_node", "tp_heads")
+LIST_ORDER = ("memory", "zero_pp", "batch", "ep_sp", "ep_experts", "pp_layers", "cp_seq", "tp_node", "tp_heads")
 
 CONTROLS = (
     Choice("model", tuple(MODEL_TABLE), DEFAULT_MODEL, labels={k: m.name for k, m in MODEL_TABLE.items()}),
+    Choice("seq_len", SEQ_LENS, "model"),
     Range("tokens", lo=1e10, hi=1.5e13, step=1e10, default=2e12, display="count"),
     NumberChoice("gpus", GPU_COUNTS, "256", labels={g: g for g in GPU_COUNTS}),
     NumberChoice("gpu_memory_gb", MEMORIES_GB, "80", labels={g: f"{g} GB" for g in MEMORIES_GB}),
@@ -49,12 +68,15 @@ CONTROLS = (
     NumberChoice("global_batch", BATCHES, "1024", labels={b: b for b in BATCHES}),
     Choice("recompute", RECOMPUTE_MODES, "selective", radio=True),
     Toggle("sequence_parallel", False),
+    Toggle("context_parallel", False),
 )
 
 OUTPUTS: dict[str, str] = {
     "best_tp": "integer",
     "best_pp": "integer",
     "best_dp": "integer",
+    "best_cp": "integer",
+    "best_ep": "integer",
     "best_zero": "integer",
     "best_microbatches": "integer",
     "best_micro_batch": "integer",
@@ -64,6 +86,8 @@ OUTPUTS: dict[str, str] = {
     "best_bubble_time": "seconds",
     "best_comm_time": "seconds",
     "best_tp_comm_time": "seconds",
+    "best_cp_comm_time": "seconds",
+    "best_ep_comm_time": "seconds",
     "best_pp_comm_time": "seconds",
     "best_dp_comm_time": "seconds",
     "best_bubble": "fraction",
@@ -85,6 +109,8 @@ OUTPUTS: dict[str, str] = {
     "ref_rank": "integer",
     "ref_over_best": "ratio",
     "params": "count",
+    "active_params": "count",
+    "seq_len": "integer",
     "tokens": "count",
     "gpus": "integer",
     "gpu_memory_bytes": "bytes",
@@ -95,33 +121,56 @@ OUTPUTS: dict[str, str] = {
 }
 
 
+def model_spec(m: ModelConfig) -> dict[str, Any]:
+    """The planner's model arguments: shape, parameters, and for an MoE model the routed
+    experts (``calc.models``)."""
+    spec: dict[str, Any] = dict(params=float(param_count(m)), layers=m.layers, hidden=m.hidden,
+                                heads=m.heads, kv_heads=m.kv_heads)
+    if m.experts:
+        spec.update(active_params=float(active_param_count(m)),
+                    expert_params=float(m.moe_layers * m.experts * expert_param_count(m)),
+                    experts=m.experts, experts_per_token=m.experts_per_token, moe_layers=m.moe_layers)
+    return spec
+
+
+def seq_len_of(state: Mapping[str, Any]) -> int:
+    """The sequence length: the model's own, or the one chosen."""
+    return MODEL_TABLE[state["model"]].seq_len if state["seq_len"] == "model" else int(state["seq_len"])
+
+
 @lru_cache(maxsize=32)
-def _cached_plan(model: str, tokens: float, gpus: int, memory_gb: int, tflops: float, intra_gbps: float,
-                 inter_gbps: float, batch: int, recompute: str, sequence_parallel: bool) -> Plan:
-    m = MODEL_TABLE[model]
-    return plan(params=float(param_count(m)), layers=m.layers, hidden=m.hidden, heads=m.heads,
-                seq_len=m.seq_len, tokens=float(tokens), gpus=gpus, memory_bytes=memory_gb * 1e9,
-                flops_per_gpu=tflops * 1e12, intra_bytes_per_s=intra_gbps * 1e9,
+def _cached_plan(model: str, seq_len: int, tokens: float, gpus: int, memory_gb: int, tflops: float,
+                 intra_gbps: float, inter_gbps: float, batch: int, recompute: str, sequence_parallel: bool,
+                 context_parallel: bool) -> Plan:
+    return plan(**model_spec(MODEL_TABLE[model]), seq_len=seq_len, tokens=float(tokens), gpus=gpus,
+                memory_bytes=memory_gb * 1e9, flops_per_gpu=tflops * 1e12, intra_bytes_per_s=intra_gbps * 1e9,
                 inter_bytes_per_s=inter_gbps * 1e9, gpus_per_node=GPUS_PER_NODE,
-                global_batch=batch, recompute=recompute, sequence_parallel=sequence_parallel)
+                global_batch=batch, recompute=recompute, sequence_parallel=sequence_parallel,
+                context_parallel=context_parallel)
 
 
 def plan_of(state: Mapping[str, Any]) -> Plan:
     """The plan of a validated state (cached: compute and render share it, and the
     build's macros ask for the same states again and again)."""
-    return _cached_plan(state["model"], float(state["tokens"]), int(state["gpus"]), int(state["gpu_memory_gb"]),
-                        float(state["tflops"]), float(state["intra_gbps"]), float(state["inter_gbps"]),
-                        int(state["global_batch"]), state["recompute"], bool(state["sequence_parallel"]))
+    return _cached_plan(state["model"], seq_len_of(state), float(state["tokens"]), int(state["gpus"]),
+                        int(state["gpu_memory_gb"]), float(state["tflops"]), float(state["intra_gbps"]),
+                        float(state["inter_gbps"]), int(state["global_batch"]), state["recompute"],
+                        bool(state["sequence_parallel"]), bool(state["context_parallel"]))
+
+
+def _is_reference(x: Layout) -> bool:
+    return (x.tp, x.cp, x.pp, x.ep, x.zero_stage) == (REF_TP, 1, REF_PP, 1, REF_ZERO)
 
 
 def reference(p: Plan) -> tuple[Layout | None, int]:
-    """The 3D chapter's layout in this plan (t = 8, p = 4, ZeRO-1, b = 1) and its rank
-    among the feasible layouts (1 = best; 0 when it does not fit or does not exist)."""
+    """The 3D chapter's layout in this plan (t = 8, p = 4, no cp or ep, ZeRO-1, b = 1)
+    and its rank among the feasible layouts (1 = best; 0 when it does not fit or does
+    not exist)."""
     for rank, x in enumerate(p.feasible, 1):
-        if (x.tp, x.pp, x.zero_stage, x.micro_batch) == (REF_TP, REF_PP, REF_ZERO, REF_B):
+        if _is_reference(x) and x.micro_batch == REF_B:
             return x, rank
     for x in p.rejected:
-        if (x.tp, x.pp, x.zero_stage) == (REF_TP, REF_PP, REF_ZERO) and x.micro_batch in (REF_B, 0):
+        if _is_reference(x) and x.micro_batch in (REF_B, 0):
             return x, 0
     return None, 0
 
@@ -138,6 +187,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "rejected_count": len(p.rejected),
         **{f"rejected_{reason}": n for reason, n in p.counts},
         "params": spec.params,
+        "active_params": spec.used_params,
+        "seq_len": spec.seq_len,
         "tokens": spec.tokens,
         "gpus": spec.gpus,
         "gpu_memory_bytes": spec.memory_bytes,
@@ -151,6 +202,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "best_tp": b.tp if b else 0,
         "best_pp": b.pp if b else 0,
         "best_dp": b.dp if b else 0,
+        "best_cp": b.cp if b else 0,
+        "best_ep": b.ep if b else 0,
         "best_zero": b.zero_stage if b else 0,
         "best_microbatches": b.microbatches if b else 0,
         "best_micro_batch": b.micro_batch if b else 0,
@@ -160,6 +213,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "best_bubble_time": b.bubble_s if b else 0.0,
         "best_comm_time": b.comm_s if b else 0.0,
         "best_tp_comm_time": b.tp_comm_s if b else 0.0,
+        "best_cp_comm_time": b.cp_comm_s if b else 0.0,
+        "best_ep_comm_time": b.ep_comm_s if b else 0.0,
         "best_pp_comm_time": b.pp_comm_s if b else 0.0,
         "best_dp_comm_time": b.dp_comm_s if b else 0.0,
         "best_bubble": b.bubble_s / b.step_s if b else 0.0,
@@ -185,13 +240,20 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
 
 
 def layout_text(x: Layout, loc: Locale) -> str:
-    """`8 × 4 × 8` (t × p × d)."""
+    """`8 × 4 × 8` (t × p × d), or `8 × CP 16 × 16 × 8` when the sequence is split: the
+    factors multiply to the GPU count."""
+    if x.cp > 1:
+        return loc.t(f"{NAME}.layout_cp", tp=loc.integer(x.tp), cp=loc.integer(x.cp), pp=loc.integer(x.pp),
+                     dp=loc.integer(x.dp))
     return loc.t(f"{NAME}.layout", tp=loc.integer(x.tp), pp=loc.integer(x.pp), dp=loc.integer(x.dp))
 
 
 def detail_text(x: Layout, loc: Locale) -> str:
-    """`ZeRO-1 · m 4 × b 1` (or without the micro-batches when there are none)."""
+    """`ZeRO-1 · m 4 × b 1` (or without the micro-batches when there are none), led by
+    `EP 8 · ` when the experts are spread (ep is carved out of cp·d, not a factor)."""
     zero = loc.t(f"{NAME}.zero", stage=loc.integer(x.zero_stage))
+    if x.ep > 1:
+        zero = loc.t(f"{NAME}.ep", ep=loc.integer(x.ep), rest=zero)
     if not x.microbatches:
         return loc.t(f"{NAME}.detail_no_micro", zero=zero)
     return loc.t(f"{NAME}.detail", zero=zero, m=loc.integer(x.microbatches), b=loc.integer(x.micro_batch))
@@ -207,7 +269,10 @@ def reason_row(x: Layout, p: Plan, loc: Locale) -> str:
     """One rejected layout's reason, with its numbers ("needs 93.4 GB of 80 GB")."""
     spec = p.spec
     return loc.t(f"{NAME}.reason_row.{x.reason}", tp=loc.integer(x.tp), pp=loc.integer(x.pp),
-                 dp=loc.integer(x.dp), zero=loc.integer(x.zero_stage), heads=loc.integer(spec.heads),
+                 dp=loc.integer(x.dp), cp=loc.integer(x.cp), ep=loc.integer(x.ep),
+                 chunks=loc.integer(2 * x.cp), seq_len=loc.integer(spec.seq_len),
+                 experts=loc.integer(spec.experts), kv_heads=loc.integer(spec.key_value_heads),
+                 zero=loc.integer(x.zero_stage), heads=loc.integer(spec.heads),
                  layers=loc.integer(spec.layers), batch=loc.integer(spec.global_batch),
                  per_node=loc.integer(spec.gpus_per_node), need=loc.bytes(x.memory_bytes),
                  memory=loc.bytes(spec.memory_bytes))
@@ -217,13 +282,18 @@ def reason_summary(reason: str, rows: list[Layout], p: Plan, loc: Locale) -> str
     """A reason group's message with its numbers (the values of t, p or d involved, or
     the layout that came closest to fitting)."""
     spec = p.spec
-    params = dict(heads=loc.integer(spec.heads), layers=loc.integer(spec.layers),
-                  batch=loc.integer(spec.global_batch), per_node=loc.integer(spec.gpus_per_node),
-                  memory=loc.bytes(spec.memory_bytes))
+    params = dict(heads=loc.integer(spec.heads), kv_heads=loc.integer(spec.key_value_heads),
+                  layers=loc.integer(spec.layers), seq_len=loc.integer(spec.seq_len),
+                  experts=loc.integer(spec.experts), batch=loc.integer(spec.global_batch),
+                  per_node=loc.integer(spec.gpus_per_node), memory=loc.bytes(spec.memory_bytes))
     if reason in ("tp_heads", "tp_node"):
         params["values"] = _values_list((x.tp for x in rows), loc)
     elif reason == "pp_layers":
         params["values"] = _values_list((x.pp for x in rows), loc)
+    elif reason == "cp_seq":
+        params["values"] = _values_list((x.cp for x in rows), loc)
+    elif reason in ("ep_experts", "ep_sp"):
+        params["values"] = _values_list((x.ep for x in rows), loc)
     elif reason == "batch":
         params["values"] = _values_list((x.dp for x in rows), loc)
     elif reason == "memory":
@@ -356,8 +426,9 @@ def _cards(p: Plan, v: Mapping[str, float], loc: Locale) -> str:
     if b is None:
         best = card(loc.t(f"{c}.layout"), esc(loc.t(f"{c}.none")))
     else:
-        spans = loc.h(f"{NAME}.layout", tp="\0tp\0", pp="\0pp\0", dp="\0dp\0")
-        for key in ("tp", "pp", "dp"):
+        keys = ("tp", "cp", "pp", "dp") if b.cp > 1 else ("tp", "pp", "dp")
+        spans = loc.h(f"{NAME}.layout_cp" if b.cp > 1 else f"{NAME}.layout", **{k: f"\0{k}\0" for k in keys})
+        for key in keys:
             spans = spans.replace(f"\0{key}\0", value_span(f"best_{key}", v[f"best_{key}"], "integer", loc))
         best = card(loc.t(f"{c}.layout"), spans, esc(detail_text(b, loc)))
     items = [
