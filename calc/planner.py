@@ -194,11 +194,13 @@ __all__ = [
     "dp_collectives",
     "expert_degrees",
     "flops_per_param_per_token",
+    "inside_node",
     "layout_memory",
     "layout_times",
     "microbatch_counts",
     "plan",
     "reject_reason",
+    "run_spec",
     "stage_layers",
 ]
 
@@ -592,6 +594,15 @@ def layout_times(
     return _times(k, m, p, per, _dp_collectives(spec, t, c, p, d, e, z), _dp_link(spec, t, c, d))
 
 
+def inside_node(span: int, gpus_per_node: int = GPUS_PER_NODE) -> bool:
+    """Whether a group of ``span`` consecutive ranks stays inside one node: it fits in a
+    node and tiles it (module docstring: t·cp for a context-parallel group, t·ep for an
+    expert-parallel one, t·cp·d for a data-parallel one)."""
+    s = check_int("span", span, 1, MAX_GPUS)
+    g = check_int("gpus_per_node", gpus_per_node, 1, 1024)
+    return s <= g and g % s == 0
+
+
 def _link(spec: RunSpec, span: int) -> float:
     """The intra-node link when ``span`` consecutive ranks fit in (and tile) a node."""
     inside = span <= spec.gpus_per_node and spec.gpus_per_node % span == 0
@@ -721,13 +732,33 @@ def _times(k: int, m: int, p: int, per: tuple[float, float, float, float, float]
     return m * t_c, (p - 1) * slot, m * t_tp, m * t_cp, m * t_ep, m * t_pp, dp_s, step
 
 
-def _spec(
-    params: float, layers: int, hidden: int, heads: int, seq_len: int, tokens: float,
-    gpus: int, memory_bytes: float, flops_per_gpu: float, intra_bytes_per_s: float,
-    inter_bytes_per_s: float, gpus_per_node: int, global_batch: int, recompute: str,
-    sequence_parallel: bool, optimizer_bytes: float, kv_heads: int, active_params: float,
-    expert_params: float, experts: int, experts_per_token: int, moe_layers: int,
+def run_spec(
+    *,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    seq_len: int,
+    tokens: float,
+    gpus: int,
+    memory_bytes: float,
+    flops_per_gpu: float,
+    intra_bytes_per_s: float,
+    inter_bytes_per_s: float,
+    gpus_per_node: int = GPUS_PER_NODE,
+    global_batch: int = 1024,
+    recompute: str = "full",
+    sequence_parallel: bool = False,
+    optimizer_bytes: float = OPTIMIZER_BYTES,
+    kv_heads: int = 0,
+    active_params: float = 0.0,
+    expert_params: float = 0.0,
+    experts: int = 0,
+    experts_per_token: int = 0,
+    moe_layers: int = 0,
 ) -> RunSpec:
+    """The validated ``RunSpec`` of ``plan``'s arguments (their meaning is there), for
+    ``layout_memory`` and ``layout_times`` on a layout of one's own choosing."""
     psi = check_real("params", params, 0, MAX_PARAMS, lo_inclusive=False)
     l = check_int("layers", layers, 1, MAX_LAYERS)
     a = check_int("heads", heads, 1, MAX_HEADS)
@@ -829,10 +860,13 @@ def plan(
     300B tokens, B = 1,536, full recomputation, X = 140 TFLOP/s: the best layout takes
     about 34 days, as Narayanan et al. 2021 estimate (Sec. 5.1, Eq. 4).
     """
-    spec = _spec(params, layers, hidden, heads, seq_len, tokens, gpus, memory_bytes, flops_per_gpu,
-                 intra_bytes_per_s, inter_bytes_per_s, gpus_per_node, global_batch, recompute,
-                 sequence_parallel, optimizer_bytes, kv_heads, active_params, expert_params, experts,
-                 experts_per_token, moe_layers)
+    spec = run_spec(params=params, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, tokens=tokens,
+                    gpus=gpus, memory_bytes=memory_bytes, flops_per_gpu=flops_per_gpu,
+                    intra_bytes_per_s=intra_bytes_per_s, inter_bytes_per_s=inter_bytes_per_s,
+                    gpus_per_node=gpus_per_node, global_batch=global_batch, recompute=recompute,
+                    sequence_parallel=sequence_parallel, optimizer_bytes=optimizer_bytes, kv_heads=kv_heads,
+                    active_params=active_params, expert_params=expert_params, experts=experts,
+                    experts_per_token=experts_per_token, moe_layers=moe_layers)
     steps = spec.steps
     k = flops_per_param_per_token(spec.recompute)
     feasible: list[Layout] = []

@@ -35,7 +35,7 @@ from calc.models import (
     expert_param_count,
     param_count,
 )
-from calc.planner import REASONS, Layout, Plan, plan
+from calc.planner import REASONS, Layout, Plan, flops_per_param_per_token, plan
 
 from ..framework.html import attrs, esc, num, svg, value_span
 from ..framework.locale import Locale
@@ -46,7 +46,7 @@ NAME = "planner"
 MODEL_TABLE: dict[str, ModelConfig] = {**MODELS, **MEGATRON_MODELS,
                                         **{k: m for k, m in RECENT_MODELS.items() if k != "deepseek-v3"}}
 SEQ_LENS = ("model", "2048", "4096", "8192", "16384", "32768", "65536", "131072")
-GPU_COUNTS = ("8", "16", "32", "64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096")
+GPU_COUNTS = ("8", "16", "32", "64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096", "8192", "16384")
 MEMORIES_GB = ("16", "24", "40", "48", "80", "94", "141", "192")
 BATCHES = ("64", "128", "256", "512", "1024", "1536", "2048", "3072", "4096")
 TOP = 10  # fastest layouts drawn
@@ -96,6 +96,8 @@ OUTPUTS: dict[str, str] = {
     "best_over_ideal": "ratio",
     "ideal_time": "seconds",
     "flops": "flops",
+    "param_flops_per_token": "flops",
+    "attention_flops_per_token": "flops",
     "steps": "integer",
     "layouts_count": "integer",
     "feasible_count": "integer",
@@ -181,6 +183,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     values: dict[str, float] = {
         "ideal_time": spec.ideal_seconds,
         "flops": spec.flops,
+        "param_flops_per_token": flops_per_param_per_token(spec.recompute) * spec.used_params,
+        "attention_flops_per_token": spec.attention_flops_per_token,
         "steps": spec.steps,
         "layouts_count": len(p.layouts),
         "feasible_count": len(p.feasible),
