@@ -143,7 +143,7 @@ RUNS: dict[str, Run] = {
                  "point of the comparison)")),
 }
 
-BUILD_STEPS = ("dp", "tp", "pp", "cp", "ep")
+BUILD_STEPS = ("dp", "tp", "pp", "cp", "ep", "zero")
 
 
 def get_run(run: str) -> Run:
@@ -222,9 +222,9 @@ class Step:
 def build_up(run: Run) -> tuple[Step, ...]:
     """The run's dimensions added one at a time (``BUILD_STEPS``), each step keeping the
     GPU count: data parallelism over all n GPUs with ZeRO-1, then t (d = n/t), then p
-    (d = n/(t·p)), then cp (d = n/(t·cp·p)), then ep, and last the run's own ZeRO stage
-    folded into the final step. A dimension the run does not use leaves its step equal
-    to the one before. Every step holds one sequence per micro-batch and min(p, m) of
+    (d = n/(t·cp·p)), then cp (d = n/(t·cp·p)), then ep, and last the run's own ZeRO
+    stage. A dimension the run does not use (or ZeRO-1 itself) leaves its step equal to
+    the one before. Every step holds one sequence per micro-batch and min(p, m) of
     them in flight, m the run's own (the memory does not depend on how B splits)."""
     spec = spec_of(run)
     m = run.microbatches
@@ -240,7 +240,7 @@ def build_up(run: Run) -> tuple[Step, ...]:
         elif name == "ep":
             e = run.ep
         d = run.gpus // (t * c * p)
-        zero = run.zero_stage if name == BUILD_STEPS[-1] else 1
+        zero = run.zero_stage if name == "zero" else 1
         here = dataclasses.replace(spec, global_batch=d * m)  # one sequence per micro-batch
         memory = layout_memory(here, tp=t, cp=c, pp=p, dp=d, ep=e, zero_stage=zero, microbatches=m)
         steps.append(Step(name, t, c, p, d, e, zero, *memory))

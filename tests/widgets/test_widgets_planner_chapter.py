@@ -54,3 +54,63 @@ def test_the_plan_chapter_says_what_the_planner_computes() -> None:
     claim("1T selective+SP: fits, t = 8 with pipeline, faster than full (Contoh 3)",
           sp["feasible_count"] > 0 and sp["best_tp"] == 8 and sp["best_pp"] > 1 and sp["best_time"] < full["best_time"])
     assert not failures, "sentences of plan-your-run.md no longer true:\n" + "\n".join(failures)
+
+
+LONG = dict(model="llama3.1-405b", seq_len="131072", gpus="16384", global_batch="128", tflops="400", tokens="8e11",
+            sequence_parallel="1")
+
+
+def test_the_plan_chapters_cp_and_ep_sentences_hold() -> None:
+    failures: list[str] = []
+
+    def claim(text: str, ok: bool) -> None:
+        if not ok:
+            failures.append(text)
+
+    g = v(model="gpt3-175b", gpus=512, inter_gbps=25, context_parallel=1)
+    claim("CP switch: inside a node the planner trades t for cp even at 2,048 tokens (layouts)",
+          g["best_cp"] > 1 and g["best_tp"] * g["best_cp"] <= 8)
+    off, on = v(**LONG), v(**LONG, context_parallel=1)
+    claim("Contoh 4, CP off: few fit, many stages, bubble over half the step",
+          0 < off["feasible_count"] < 10 and off["best_pp"] >= 32 and off["best_bubble"] > 0.5)
+    claim("Contoh 4, CP on: cp > 1 without a pipeline, ZeRO-3, the ring hidden even across nodes",
+          on["best_cp"] > 1 and on["best_pp"] == 1 and on["best_zero"] == 3 and on["best_cp_comm_time"] == 0
+          and on["best_tp"] * on["best_cp"] > 8 and on["best_time"] < off["best_time"] / 5)
+    claim("key ideas: at 128K attention is comparable to the parameters' FLOP (full recomputation)",
+          v(**{**LONG, "recompute": "full"})["attention_over_params"] > 0.5)
+    mx, mxs = v(model="mixtral-8x7b"), v(model="mixtral-8x7b", sequence_parallel=1)
+    claim("Contoh 5 without SP: EP with TP rejected, the best uses no EP",
+          mx["rejected_ep_sp"] > 0 and mx["best_ep"] == 1)
+    claim("Contoh 5 with SP: experts on ep > 1 GPUs in the node of its TP, all-to-all exposed",
+          mxs["best_ep"] > 1 and mxs["best_tp"] * mxs["best_ep"] <= 8 and mxs["best_ep_comm_time"] > 0)
+    claim("rejection table: ep_experts is zero for 8 experts", mx["rejected_ep_experts"] == 0)
+    claim("rejection table: cp_seq rows exist at 16,384 GPUs",
+          v(gpus=16384, context_parallel=1)["rejected_cp_seq"] > 0)
+    assert not failures, "sentences of plan-your-run.md no longer true:\n" + "\n".join(failures)
+
+
+def r(run: str) -> dict[str, float]:
+    return evaluate("runs", {"run": run})[1]
+
+
+def test_the_3d_chapters_five_dimension_sentences_hold() -> None:
+    failures: list[str] = []
+
+    def claim(text: str, ok: bool) -> None:
+        if not ok:
+            failures.append(text)
+
+    short, long, deep = r("llama3-405b-8k"), r("llama3-405b-128k"), r("deepseek-v3")
+    claim("step 1: data parallelism alone does not fit, even with ZeRO-1", not short["fits_after_dp"])
+    claim("step 3: at 8K, TP and PP nearly suffice (within 15% of 80 GB)",
+          short["memory_after_pp"] < 1.15 * short["gpu_memory_bytes"])
+    claim("step 4: at 128K the activations after TP and PP are far beyond a GPU, CP brings them to the 8K figure",
+          long["activation_after_pp"] > 10 * long["gpu_memory_bytes"]
+          and abs(long["activation_after_cp"] - short["activation_after_pp"]) < 1e-6 * short["activation_after_pp"])
+    claim("step 5: DeepSeek-V3 does not fit before EP and fits after", not deep["fits_after_pp"] and deep["fits_after_ep"])
+    claim("Llama 3 at the memory limit: within the allowance of 80 GB",
+          abs(long["memory_bytes"] - long["gpu_memory_bytes"]) <= long["allowance_bytes"])
+    claim("the bubble with plain 1F1B is large", long["bubble_share"] > 0.3)
+    claim("DeepSeek-V3's all-to-all is about as long as its compute and crosses nodes",
+          0.5 < deep["ep_over_compute"] < 1.5 and not deep["ep_inside"])
+    assert not failures, "sentences of 3d-parallelism.md no longer true:\n" + "\n".join(failures)

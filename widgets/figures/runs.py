@@ -151,6 +151,15 @@ def _mem_x(value: float) -> float:
     return BAR_X0 + (BAR_X1 - BAR_X0) * math.log10(clamped / MEM_LO) / math.log10(MEM_HI / MEM_LO)
 
 
+def _used(run: Any, step: str) -> bool:
+    """Whether a step of the build-up changes anything for this run."""
+    if step == "dp":
+        return True
+    if step == "zero":
+        return run.zero_stage != 1
+    return getattr(run, step) > 1
+
+
 def _bar_value(x: float, y: float, text: str) -> str:
     """The value after a bar's end, or inside it, ending there, when the bar is long."""
     if x > BAR_X1 - 70:
@@ -173,7 +182,7 @@ def _build_svg(run_key: str, v: Mapping[str, float], f: Mapping[str, str], loc: 
                      f'text-anchor="{anchor}">{esc(loc.bytes(10.0 ** decade))}</text>')
     for i, step in enumerate(steps):
         y = top + i * ROW_H
-        used = step.name == "dp" or getattr(run, step.name) > 1
+        used = _used(run, step.name)
         cls = "w-c3" if step.memory_bytes <= run.memory_bytes else "w-runs-over"
         if not used:
             cls += " w-runs-skip"
