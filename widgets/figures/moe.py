@@ -507,10 +507,10 @@ def _time_svg(d: int, link: str, v: Mapping[str, float], f: Mapping[str, str], l
         chosen = row == 0 or key == f"all_to_all_time_{link}"
         end = TM_X + v[key] * scale
         value = loc.t("moe.figure.no_comm") if row and d == 1 else f[key]
-        group = "<g>" if chosen else '<g class="w-tp-other">'
-        parts.append(f'{group}<text class="w-fig-note" x="{TM_X - 6}" y="{y + 14}" text-anchor="end">{esc(label)}</text>'
-                     f'<rect class="{cls}" x="{TM_X}" y="{y}" width="{num(v[key] * scale)}" height="20"/>'
-                     f'<text class="{"w-fig-value" if chosen else "w-fig-note"}" x="{num(end + 5)}" y="{y + 14}">{esc(value)}</text></g>')
+        muted = "" if chosen else " w-moe-muted"
+        parts.append(f'<g><text class="w-fig-note{muted}" x="{TM_X - 6}" y="{y + 14}" text-anchor="end">{esc(label)}</text>'
+                     f'<rect class="{cls}{"" if chosen else " w-tp-other"}" x="{TM_X}" y="{y}" width="{num(v[key] * scale)}" height="20"/>'
+                     f'<text class="{"w-fig-value" if chosen else "w-fig-note w-moe-muted"}" x="{num(end + 5)}" y="{y + 14}">{esc(value)}</text></g>')
     compute_x = TM_X + v["expert_compute_time"] * scale
     parts.append(f'<line class="w-tp-ref" x1="{num(compute_x)}" y1="0" x2="{num(compute_x)}" y2="88"/>')
     parts.append(f'<line class="w-grid" x1="{TM_X}" y1="0" x2="{TM_X}" y2="88"/>')
@@ -541,18 +541,20 @@ def _memory_svg(model: Any, d: int, v: Mapping[str, float], loc: Locale, title: 
         ep = int(option)
         y = MEM_TOP + row * MEM_ROW
         current = ep == d
-        group = "<g>" if current else '<g class="w-tp-other">'
-        label_cls = "w-fig-value" if current else "w-fig-note"
-        parts.append(f'{group}<text class="{label_cls}" x="{num(MEM_X - 6)}" y="{num(y + 11)}" text-anchor="end">'
+        # the rows not chosen: faded bars, muted but readable text (a faded group would
+        # leave its labels below the contrast a reader needs, in dark mode above all)
+        bar_cls = "w-c1" if current else "w-c1 w-tp-other"
+        label_cls = "w-fig-value" if current else "w-fig-note w-moe-muted"
+        parts.append(f'<g><text class="{label_cls}" x="{num(MEM_X - 6)}" y="{num(y + 11)}" text-anchor="end">'
                      f'{esc(loc.t("moe.figure.ep_row", ep=loc.integer(ep)))}</text>')
         if model.experts % ep:
-            parts.append(f'<text class="w-fig-note w-bw-halo" x="{num(MEM_X + 4)}" y="{num(y + 11)}">'
+            parts.append(f'<text class="w-fig-note w-moe-muted w-bw-halo" x="{num(MEM_X + 4)}" y="{num(y + 11)}">'
                          f'{esc(loc.t("moe.figure.ep_impossible", experts=loc.integer(model.experts)))}</text></g>')
             continue
         experts, rest = state_by_ep(model, ep)
         total = experts + rest
         end = _mem_x(total)
-        parts.append(f'<rect class="w-c1" x="{MEM_X}" y="{num(y + 2)}" width="{num(end - MEM_X)}" height="{num(MEM_ROW - 5)}"/>'
+        parts.append(f'<rect class="{bar_cls}" x="{MEM_X}" y="{num(y + 2)}" width="{num(end - MEM_X)}" height="{num(MEM_ROW - 5)}"/>'
                      f'<text class="{label_cls} w-bw-halo" x="{num(end + 4)}" y="{num(y + 11)}">{esc(loc.format("bytes", total))}</text></g>')
     rest_x = _mem_x(v["rest_state_per_gpu_bytes"])
     gpu_x = _mem_x(v["gpu_memory_bytes"])

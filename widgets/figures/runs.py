@@ -142,7 +142,7 @@ def _join(parts: list[str]) -> str:
 
 WIDTH = 400
 BAR_X0, BAR_X1 = 4, 396
-ROW_H = 48  # a step: its name, its layout, its bar
+ROW_H = 58  # a step: its name, its layout, its bar (room for the phone's 14 px text)
 MEM_LO, MEM_HI = 1e10, 1e14  # 10 GB to 100 TB, log scale
 
 
@@ -188,10 +188,10 @@ def _build_svg(run_key: str, v: Mapping[str, float], f: Mapping[str, str], loc: 
             cls += " w-runs-skip"
         x = _mem_x(step.memory_bytes)
         layout = layout_text(step.tp, step.cp, step.pp, step.dp, step.ep, step.zero_stage, loc) if used else L("unused")
-        parts.append(f'<text class="w-fig-value" x="{BAR_X0}" y="{num(y + 11)}">{esc(loc.t(f"{NAME}.step.{step.name}"))}</text>'
-                     f'<text class="w-fig-note" x="{BAR_X0}" y="{num(y + 25)}">{esc(layout)}</text>'
-                     f'<rect class="{cls}" x="{BAR_X0}" y="{num(y + 29)}" width="{num(max(1.0, x - BAR_X0))}" height="15"/>'
-                     + _bar_value(x, y + 41, esc(loc.bytes(step.memory_bytes))))
+        parts.append(f'<text class="w-fig-value" x="{BAR_X0}" y="{num(y + 13)}">{esc(loc.t(f"{NAME}.step.{step.name}"))}</text>'
+                     f'<text class="w-fig-note" x="{BAR_X0}" y="{num(y + 30)}">{esc(layout)}</text>'
+                     f'<rect class="{cls}" x="{BAR_X0}" y="{num(y + 36)}" width="{num(max(1.0, x - BAR_X0))}" height="16"/>'
+                     + _bar_value(x, y + 49, esc(loc.bytes(step.memory_bytes))))
     gpu_x = _mem_x(run.memory_bytes)
     parts.append(f'<line class="w-runs-gpu" x1="{num(gpu_x)}" y1="{top - 6}" x2="{num(gpu_x)}" y2="{num(bottom)}"/>'
                  + line_label(gpu_x, top - 9, esc(L("gpu_line", memory=f["gpu_memory_bytes"])), WIDTH))
