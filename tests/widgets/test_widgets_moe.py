@@ -240,10 +240,11 @@ def test_memory_rows_are_every_ep_on_a_log_scale_with_the_current_one_highlighte
     for ep in (1, 2, 4, 8, 16, 32, 64):  # the totals of the rows, from calc
         experts, rest = widget.state_by_ep(DEEPSEEK, ep)
         assert f">{locale('id').format('bytes', experts + rest)}</text>" in mem
-    x = [float(w) for w in re.findall(r'<rect class="w-c1" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', mem)]
+    x = [float(w) for w in re.findall(r'<rect class="w-c1(?: w-tp-other)?" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', mem)]
+    assert len(x) == 7
     assert x == sorted(x, reverse=True)  # more GPUs, less state each
     mixtral = svg(html_of({}), "mem")
-    assert mixtral.count("tidak bisa: hanya 8 expert") == 3 and mixtral.count('<rect class="w-c1"') == 4
+    assert mixtral.count("tidak bisa: hanya 8 expert") == 3 and mixtral.count('<rect class="w-c1') == 4
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
