@@ -99,6 +99,16 @@ def _shape(hidden: int, heads: int, kv_heads: int) -> tuple[int, int, int]:
     return h, a, k
 
 
+def _layer(hidden: int, heads: int, kv_heads: int, seq_len: int, micro_batch: int, cp: int,
+           split: str = "contiguous") -> tuple[int, int, int, int, int, int, int]:
+    """(h, a, kv_heads, s, s/cp, b, h_kv) of one layer's call, validated; h_kv = kv_heads·h/a
+    is the keys' width."""
+    h, a, k = _shape(hidden, heads, kv_heads)
+    s, local = _tokens(seq_len, cp, split)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    return h, a, k, s, local, b, k * (h // a)
+
+
 def _tokens(seq_len: int, cp: int, split: str = "contiguous") -> tuple[int, int]:
     """s and the tokens of one rank, s/cp; s must split into cp (or 2·cp) equal parts."""
     c = _cp(cp)
@@ -209,10 +219,7 @@ def kv_block_bytes(
     what each ring step passes on. Llama 2 7B (h_kv = 4,096), s = 4,096, b = 1,
     cp = 4: 2 · 1,024 · 4,096 · 2 = 16.78e6 bytes.
     """
-    h, a, k = _shape(hidden, heads, kv_heads)
-    _, local = _tokens(seq_len, cp)
-    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
-    kv_width = k * (h // a)
+    _, _, _, _, local, b, kv_width = _layer(hidden, heads, kv_heads, seq_len, micro_batch, cp)
     return 2.0 * local * b * kv_width * ACTIVATION_BYTES
 
 
@@ -274,14 +281,11 @@ def ulysses_sent_per_gpu_layer_bytes(
     Sec. 3.2: 4·N·h/P per link with h_kv = h), the same again backward. Falls as 1/cp,
     unlike the ring's. Raises ValueError when cp does not divide the K/V heads.
     """
-    h, a, k = _shape(hidden, heads, kv_heads)
-    _, local = _tokens(seq_len, cp)
-    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    h, a, k, _, local, b, kv_width = _layer(hidden, heads, kv_heads, seq_len, micro_batch, cp)
     c = _cp(cp)
     limit = ulysses_max_cp(a, k)
     if limit % c:
         raise ValueError(f"cp must be a divisor of the {k} key/value heads for Ulysses (at most {limit}), got {cp}")
-    kv_width = k * (h // a)
     forward = (c - 1) / c * local * b * (2 * h + 2 * kv_width) * ACTIVATION_BYTES
     return _pass_factor(direction, _ULYSSES_BACKWARD) * forward
 
@@ -389,9 +393,7 @@ def ring_step_times(
     β = ``bytes_per_s``. Backward: twice the FLOP and twice the bytes (K/V and dK/dV).
     With cp = 1 nothing moves.
     """
-    h, a, k = _shape(hidden, heads, kv_heads)
-    s, local = _tokens(seq_len, cp, split)
-    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    h, a, k, s, local, b, _ = _layer(hidden, heads, kv_heads, seq_len, micro_batch, cp, split)
     x = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
     beta = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
     busiest = _step_maxima(cp, split, causal)[1]
