@@ -29,6 +29,7 @@ from ..framework.html import esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice
 from ._common import all_values_table, output_label
+from .hardware import join_sentences
 
 NAME = "runs"
 DIMENSIONS = ("tp", "cp", "pp", "dp", "ep")
@@ -127,15 +128,7 @@ def _sentence(run_key: str, v: Mapping[str, float], f: Mapping[str, str], loc: L
     key = "fits" if v["fits"] else "over"
     parts.append(loc.t(f"{s}.{key}", memory=f["memory_bytes"], gpu=f["gpu_memory_bytes"], over=f["memory_over_gpu"],
                        allowance=f["allowance_bytes"]))
-    return esc(_join(parts))
-
-
-def _join(parts: list[str]) -> str:
-    """Sentences in a row: a space after `.`, none after a full-width `。` (Chinese)."""
-    out = ""
-    for part in parts:
-        out += part if not out or out.endswith(("。", "！", "？", "：")) else " " + part
-    return out
+    return esc(join_sentences(*parts))
 
 
 # -- the figures --------------------------------------------------------------------------
