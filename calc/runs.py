@@ -61,7 +61,7 @@ DEEPSEEK_V3_PRETRAIN_TOKENS = 14.8e12
 
 def deepseek_v3_flops_per_gpu() -> float:
     """The model FLOP/s DeepSeek-V3's pre-training sustained per GPU: 6·Ψ_a·D over its
-    GPU hours (report Table 1), Ψ_a = ``active_param_count`` (37.6B): about 343 TFLOP/s,
+    GPU hours (report Table 1), Ψ_a = ``active_param_count`` (37.6B): about 348 TFLOP/s,
     35% of an H800's 989 dense bf16 TFLOP/s. The report gives hours, not this rate."""
     active = active_param_count(ALL_MODELS["deepseek-v3"])
     return 6.0 * active * DEEPSEEK_V3_PRETRAIN_TOKENS / (DEEPSEEK_V3_PRETRAIN_GPU_HOURS * 3600.0)
@@ -111,7 +111,10 @@ _LLAMA3 = ("Dubey et al. 2024, 'The Llama 3 Herd of Models', Sec. 3.3.2 and Tabl
            "8 per server on NVLink, 400 Gbps RoCE; Sec. 3.3.2: the DP dimension is FSDP that shards "
            "optimizer states and gradients and keeps the weights gathered from forward to backward, "
            "ZeRO-2's memory")
-_LLAMA3_ASSUMED = "one sequence per micro-batch; selective recomputation and sequence parallelism"
+_LLAMA3_ASSUMED = ("one sequence per micro-batch; selective recomputation and sequence parallelism; the FSDP "
+                   "group is the d·cp GPUs that hold the same weights (the paper does not say); every stage "
+                   "charged ⌈126/16⌉ = 8 layers (Llama 3 takes one off the first and the last); K/V moved by "
+                   "a ring that hides behind attention (Llama 3 all-gathers them, exposed but small with GQA)")
 
 RUNS: dict[str, Run] = {
     "llama3-405b-8k": Run(
@@ -140,7 +143,9 @@ RUNS: dict[str, Run] = {
                 "50 GB/s), Sec. 4.2 (sequence length 4K, batch size up to 15,360), Table 1 (GPU hours)"),
         assumed=("one sequence per micro-batch; selective recomputation (the report recomputes RMSNorm "
                  "and MLA up-projections, Sec. 3.2.3); no overlap of the all-to-all (DualPipe's is the "
-                 "point of the comparison)")),
+                 "point of the comparison); not modelled: bf16 AdamW moments and fp8 activations and "
+                 "dispatch (Sec. 3.3), DualPipe's two copies of the parameters (Sec. 3.2.1), routing "
+                 "limited to 4 nodes (Sec. 3.2.2), MLA's attention widths (the attention FLOP counts h)")),
 }
 
 BUILD_STEPS = ("dp", "tp", "pp", "cp", "ep", "zero")

@@ -56,7 +56,7 @@ def test_the_plan_chapter_says_what_the_planner_computes() -> None:
     assert not failures, "sentences of plan-your-run.md no longer true:\n" + "\n".join(failures)
 
 
-LONG = dict(model="llama3.1-405b", seq_len="131072", gpus="16384", global_batch="128", tflops="400", tokens="8e11",
+LONG = dict(model="llama3.1-405b", seq_len="131072", gpus="16384", global_batch="128", tflops="380", tokens="8e11",
             sequence_parallel="1")
 
 
@@ -71,8 +71,9 @@ def test_the_plan_chapters_cp_and_ep_sentences_hold() -> None:
     claim("CP switch: inside a node the planner trades t for cp even at 2,048 tokens (layouts)",
           g["best_cp"] > 1 and g["best_tp"] * g["best_cp"] <= 8)
     off, on = v(**LONG), v(**LONG, context_parallel=1)
-    claim("Contoh 4, CP off: few fit, many stages, bubble over half the step",
-          0 < off["feasible_count"] < 10 and off["best_pp"] >= 32 and off["best_bubble"] > 0.5)
+    claim("Contoh 4, CP off: few fit, many stages, bubble over half the step, fewer micro-batches than stages",
+          0 < off["feasible_count"] < 10 and off["best_pp"] == 64 and off["best_bubble"] > 0.5
+          and off["best_microbatches"] < off["best_pp"])
     claim("Contoh 4, CP on: cp > 1 without a pipeline, ZeRO-3, the ring hidden even across nodes",
           on["best_cp"] > 1 and on["best_pp"] == 1 and on["best_zero"] == 3 and on["best_cp_comm_time"] == 0
           and on["best_tp"] * on["best_cp"] > 8 and on["best_time"] < off["best_time"] / 5)
@@ -83,6 +84,9 @@ def test_the_plan_chapters_cp_and_ep_sentences_hold() -> None:
           mx["rejected_ep_sp"] > 0 and mx["best_ep"] == 1)
     claim("Contoh 5 with SP: experts on ep > 1 GPUs in the node of its TP, all-to-all exposed",
           mxs["best_ep"] > 1 and mxs["best_tp"] * mxs["best_ep"] <= 8 and mxs["best_ep_comm_time"] > 0)
+    claim("Contoh 5: EP lets a smaller t fit", mxs["best_tp"] < mx["best_tp"])
+    claim("Contoh 5: the time difference with and without EP is small (under 5%)",
+          abs(mxs["best_time"] - mx["best_time"]) < 0.05 * mx["best_time"])
     claim("rejection table: ep_experts is zero for 8 experts", mx["rejected_ep_experts"] == 0)
     claim("rejection table: cp_seq rows exist at 16,384 GPUs",
           v(gpus=16384, context_parallel=1)["rejected_cp_seq"] > 0)
@@ -108,8 +112,11 @@ def test_the_3d_chapters_five_dimension_sentences_hold() -> None:
           long["activation_after_pp"] > 10 * long["gpu_memory_bytes"]
           and abs(long["activation_after_cp"] - short["activation_after_pp"]) < 1e-6 * short["activation_after_pp"])
     claim("step 5: DeepSeek-V3 does not fit before EP and fits after", not deep["fits_after_pp"] and deep["fits_after_ep"])
-    claim("Llama 3 at the memory limit: within the allowance of 80 GB",
-          abs(long["memory_bytes"] - long["gpu_memory_bytes"]) <= long["allowance_bytes"])
+    claim("Llama 3 slightly over 80 GB in this model, by less than the allowance",
+          0 < long["memory_bytes"] - long["gpu_memory_bytes"] <= long["allowance_bytes"])
+    claim("Contoh 4: with ZeRO-1 Llama 3's layout does not fit", long["memory_after_cp"] > long["gpu_memory_bytes"])
+    claim("step 3: PP does not cut the activations (1F1B keeps p micro-batches)",
+          long["activation_after_pp"] >= long["activation_after_tp"])
     claim("the bubble with plain 1F1B is large", long["bubble_share"] > 0.3)
     claim("DeepSeek-V3's all-to-all is about as long as its compute and crosses nodes",
           0.5 < deep["ep_over_compute"] < 1.5 and not deep["ep_inside"])

@@ -60,6 +60,7 @@ OUTPUTS: dict[str, str] = {
     "allowance_bytes": "bytes",
     "fits": "yesno",
     **{f"memory_after_{s}": "bytes" for s in BUILD_STEPS},
+    **{f"state_after_{s}": "bytes" for s in BUILD_STEPS},
     **{f"activation_after_{s}": "bytes" for s in BUILD_STEPS},
     **{f"fits_after_{s}": "yesno" for s in BUILD_STEPS},
     **{f"{d}_inside": "yesno" for d in DIMENSIONS},
@@ -94,6 +95,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     }
     for s in steps:
         values[f"memory_after_{s.name}"] = s.memory_bytes
+        values[f"state_after_{s.name}"] = s.state_bytes
         values[f"activation_after_{s.name}"] = s.activation_bytes
         values[f"fits_after_{s.name}"] = 1 if s.memory_bytes <= run.memory_bytes else 0
     for d in DIMENSIONS:
