@@ -54,7 +54,7 @@ Rejections, one reason per layout, the first that applies in this order (``REASO
 
 Stages need not hold equal numbers of layers: Llama 3 405B puts its 126 layers on 16
 stages by taking one layer off the first and the last (Dubey et al. 2024, Sec. 3.3.2),
-DeepSeek-V3 its 61 on 16 (DeepSeek-AI 2024, Sec. 3.2), and Megatron-Core sets the
+DeepSeek-V3 its 61 (DeepSeek-AI 2024, Sec. 4.2) on 16 (Sec. 3.2), and Megatron-Core sets the
 first and last stages' layers apart (``decoder_first_pipeline_num_layers``). Every
 stage is charged as the busiest, ⌈L/p⌉ layers and that share ⌈L/p⌉/L of the
 parameters (exactly L/p and 1/p when p divides L): the busiest stage sets the pace of
