@@ -146,7 +146,7 @@ def test_a_deleted_code_block_is_missing(book_copy: Path) -> None:
 def test_links_must_reach_the_same_pages(book_copy: Path) -> None:
     translation = book_copy / "zh" / "index.md"
     edit(translation, "[张量并行](tensor-parallelism.md)", "张量并行")
-    edit(translation, "[核心要点](key-ideas.md)", "[核心要点](key-idea.md)")
+    edit(translation, "[全书要点](key-ideas.md)", "[全书要点](key-idea.md)")
     restamp(book_copy, "index.md")
 
     assert messages(book_copy) == [
