@@ -176,6 +176,7 @@ from .context import attention_flops_per_gpu_layer, ring_step_times
 from .experts import MAX_EXPERTS, all_to_all_sent_per_gpu_layer_bytes
 from .hardware import GPUS_PER_NODE
 from .memory import OPTIMIZER_BYTES, WEIGHT_BYTES
+from .models import ModelConfig, active_param_count, expert_param_count, param_count
 from .pipeline import activation_transfer_bytes
 from .tensor import ALL_REDUCES_PER_LAYER, sent_per_gpu_layer_bytes
 from .zero import ZERO_STAGES, state_per_gpu_bytes
@@ -198,6 +199,7 @@ __all__ = [
     "layout_memory",
     "layout_times",
     "microbatch_counts",
+    "model_args",
     "plan",
     "reject_reason",
     "run_spec",
@@ -260,10 +262,14 @@ class RunSpec:
         return self.layers * attention_passes(self.recompute) * 2.0 * self.seq_len * self.hidden
 
     @property
+    def param_flops_per_token(self) -> float:
+        """Training FLOP of the parameters per token, k·Ψ_a (``flops_per_param_per_token``)."""
+        return flops_per_param_per_token(self.recompute) * self.used_params
+
+    @property
     def flops(self) -> float:
         """Training FLOP (k·Ψ_a + attention)·D, k = 6 or 8 (``flops_per_param_per_token``)."""
-        return (flops_per_param_per_token(self.recompute) * self.used_params
-                + self.attention_flops_per_token) * self.tokens
+        return (self.param_flops_per_token + self.attention_flops_per_token) * self.tokens
 
     @property
     def ideal_seconds(self) -> float:
@@ -732,6 +738,19 @@ def _times(k: int, m: int, p: int, per: tuple[float, float, float, float, float]
     return m * t_c, (p - 1) * slot, m * t_tp, m * t_cp, m * t_ep, m * t_pp, dp_s, step
 
 
+def model_args(model: ModelConfig) -> dict[str, float | int]:
+    """The model arguments of ``plan`` and ``run_spec`` for a ``calc.models`` config: its
+    shape and parameter count, and for an MoE model the routed experts (Ψ_e = MoE layers
+    × E × ``expert_param_count``) and the parameters a token uses (``active_param_count``)."""
+    args: dict[str, float | int] = dict(params=float(param_count(model)), layers=model.layers, hidden=model.hidden,
+                                        heads=model.heads, kv_heads=model.kv_heads)
+    if model.experts:
+        args.update(active_params=float(active_param_count(model)),
+                    expert_params=float(model.moe_layers * model.experts * expert_param_count(model)),
+                    experts=model.experts, experts_per_token=model.experts_per_token, moe_layers=model.moe_layers)
+    return args
+
+
 def run_spec(
     *,
     params: float,
@@ -860,13 +879,10 @@ def plan(
     300B tokens, B = 1,536, full recomputation, X = 140 TFLOP/s: the best layout takes
     about 34 days, as Narayanan et al. 2021 estimate (Sec. 5.1, Eq. 4).
     """
-    spec = run_spec(params=params, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, tokens=tokens,
-                    gpus=gpus, memory_bytes=memory_bytes, flops_per_gpu=flops_per_gpu,
-                    intra_bytes_per_s=intra_bytes_per_s, inter_bytes_per_s=inter_bytes_per_s,
-                    gpus_per_node=gpus_per_node, global_batch=global_batch, recompute=recompute,
-                    sequence_parallel=sequence_parallel, optimizer_bytes=optimizer_bytes, kv_heads=kv_heads,
-                    active_params=active_params, expert_params=expert_params, experts=experts,
-                    experts_per_token=experts_per_token, moe_layers=moe_layers)
+    # every argument but the search switch is run_spec's, under the same name
+    arguments = dict(locals())
+    split = check_choice("context_parallel", arguments.pop("context_parallel"), (False, True))
+    spec = run_spec(**arguments)
     steps = spec.steps
     k = flops_per_param_per_token(spec.recompute)
     feasible: list[Layout] = []
@@ -874,7 +890,6 @@ def plan(
     counts = dict.fromkeys(REASONS, 0)
     shape = _shape_of(spec)
     big_b = spec.global_batch
-    split = check_choice("context_parallel", context_parallel, (False, True))
     for t, c, p, d in degrees(spec.gpus):
         if c > 1 and not split:
             continue

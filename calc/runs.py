@@ -22,8 +22,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from ._check import check_choice
-from .models import ALL_MODELS, ModelConfig, active_param_count, expert_param_count, param_count
-from .planner import RunSpec, inside_node, layout_memory, layout_times, run_spec
+from .hardware import GPUS, INTERCONNECTS
+from .models import ALL_MODELS, ModelConfig, active_param_count
+from .planner import RunSpec, inside_node, layout_memory, layout_times, model_args, run_spec
 
 __all__ = [
     "BUILD_STEPS",
@@ -47,9 +48,9 @@ __all__ = [
     "spec_of",
 ]
 
-H100_MEMORY = 80e9  # NVIDIA H100 SXM datasheet: 80GB HBM3
-H800_MEMORY = 80e9  # DeepSeek-V3 report, Sec. 3.1: H800 GPUs, 80 GB each (the H100's memory)
-NVLINK_H100 = 450e9  # NVIDIA H100 datasheet: NVLink 900 GB/s total, 450 GB/s each way
+H100_MEMORY = GPUS["h100-sxm"].memory_bytes  # NVIDIA H100 SXM datasheet: 80GB HBM3
+H800_MEMORY = H100_MEMORY  # DeepSeek-V3 report, Sec. 3.1: H800 GPUs, 80 GB each (the H100's memory)
+NVLINK_H100 = INTERCONNECTS["nvlink4"].bytes_per_s  # NVIDIA H100 datasheet: 900 GB/s total, 450 each way
 ROCE_400G = 50e9  # Llama 3, Sec. 3.3.1: 400 Gbps RoCE between GPUs = 50 GB/s
 NVLINK_H800 = 160e9  # DeepSeek-V3, Sec. 3.2.2: "NVLink offers a bandwidth of 160 GB/s"
 IB_H800 = 50e9  # DeepSeek-V3, Sec. 3.2.2: "IB (50 GB/s)"
@@ -100,6 +101,11 @@ class Run:
     def microbatches(self) -> int:
         """m = B/d: one sequence per micro-batch (``assumed``)."""
         return self.global_batch // self.dp
+
+    @property
+    def tokens_per_gpu(self) -> int:
+        """The tokens of one sequence on one GPU, s/cp."""
+        return self.seq_len // self.cp
 
     @property
     def config(self) -> ModelConfig:
@@ -159,18 +165,11 @@ def get_run(run: str) -> Run:
 def spec_of(run: Run) -> RunSpec:
     """The planner's ``RunSpec`` of a run's model, GPUs and links, with D = one global
     batch of tokens (a step is what is compared)."""
-    m = run.config
-    moe: dict[str, float] = {}
-    if m.experts:
-        moe = dict(active_params=float(active_param_count(m)),
-                   expert_params=float(m.moe_layers * m.experts * expert_param_count(m)),
-                   experts=m.experts, experts_per_token=m.experts_per_token, moe_layers=m.moe_layers)
-    return run_spec(params=float(param_count(m)), layers=m.layers, hidden=m.hidden, heads=m.heads,
-                    kv_heads=m.kv_heads, seq_len=run.seq_len, tokens=float(run.global_batch * run.seq_len),
+    return run_spec(**model_args(run.config), seq_len=run.seq_len, tokens=float(run.global_batch * run.seq_len),
                     gpus=run.gpus, memory_bytes=run.memory_bytes, flops_per_gpu=run.flops_per_gpu,
                     intra_bytes_per_s=run.intra_bytes_per_s, inter_bytes_per_s=run.inter_bytes_per_s,
                     global_batch=run.global_batch, recompute=run.recompute,
-                    sequence_parallel=run.sequence_parallel, **moe)
+                    sequence_parallel=run.sequence_parallel)
 
 
 @dataclass(frozen=True)
@@ -188,11 +187,6 @@ class RunResult:
     pp_comm_s: float
     dp_comm_s: float
     step_s: float
-
-    @property
-    def comm_s(self) -> float:
-        """Exposed communication per step, every dimension."""
-        return self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.pp_comm_s + self.dp_comm_s
 
 
 def evaluate(run: Run) -> RunResult:

@@ -25,17 +25,8 @@ from typing import Any, Iterable, Mapping
 
 from calc.activations import RECOMPUTE_MODES
 from calc.hardware import GPUS_PER_NODE
-from calc.models import (
-    DEFAULT_MODEL,
-    MEGATRON_MODELS,
-    MODELS,
-    RECENT_MODELS,
-    ModelConfig,
-    active_param_count,
-    expert_param_count,
-    param_count,
-)
-from calc.planner import REASONS, Layout, Plan, flops_per_param_per_token, plan
+from calc.models import DEFAULT_MODEL, MEGATRON_MODELS, MODELS, RECENT_MODELS, ModelConfig
+from calc.planner import REASONS, Layout, Plan, model_args, plan
 
 from ..framework.html import attrs, esc, num, svg, value_span
 from ..framework.locale import Locale
@@ -124,18 +115,6 @@ OUTPUTS: dict[str, str] = {
 }
 
 
-def model_spec(m: ModelConfig) -> dict[str, Any]:
-    """The planner's model arguments: shape, parameters, and for an MoE model the routed
-    experts (``calc.models``)."""
-    spec: dict[str, Any] = dict(params=float(param_count(m)), layers=m.layers, hidden=m.hidden,
-                                heads=m.heads, kv_heads=m.kv_heads)
-    if m.experts:
-        spec.update(active_params=float(active_param_count(m)),
-                    expert_params=float(m.moe_layers * m.experts * expert_param_count(m)),
-                    experts=m.experts, experts_per_token=m.experts_per_token, moe_layers=m.moe_layers)
-    return spec
-
-
 def seq_len_of(state: Mapping[str, Any]) -> int:
     """The sequence length: the model's own, or the one chosen."""
     return MODEL_TABLE[state["model"]].seq_len if state["seq_len"] == "model" else int(state["seq_len"])
@@ -145,7 +124,7 @@ def seq_len_of(state: Mapping[str, Any]) -> int:
 def _cached_plan(model: str, seq_len: int, tokens: float, gpus: int, memory_gb: int, tflops: float,
                  intra_gbps: float, inter_gbps: float, batch: int, recompute: str, sequence_parallel: bool,
                  context_parallel: bool) -> Plan:
-    return plan(**model_spec(MODEL_TABLE[model]), seq_len=seq_len, tokens=float(tokens), gpus=gpus,
+    return plan(**model_args(MODEL_TABLE[model]), seq_len=seq_len, tokens=float(tokens), gpus=gpus,
                 memory_bytes=memory_gb * 1e9, flops_per_gpu=tflops * 1e12, intra_bytes_per_s=intra_gbps * 1e9,
                 inter_bytes_per_s=inter_gbps * 1e9, gpus_per_node=GPUS_PER_NODE,
                 global_batch=batch, recompute=recompute, sequence_parallel=sequence_parallel,
@@ -184,9 +163,9 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     values: dict[str, float] = {
         "ideal_time": spec.ideal_seconds,
         "flops": spec.flops,
-        "param_flops_per_token": flops_per_param_per_token(spec.recompute) * spec.used_params,
+        "param_flops_per_token": spec.param_flops_per_token,
         "attention_flops_per_token": spec.attention_flops_per_token,
-        "attention_over_params": spec.attention_flops_per_token / (flops_per_param_per_token(spec.recompute) * spec.used_params),
+        "attention_over_params": spec.attention_flops_per_token / spec.param_flops_per_token,
         "steps": spec.steps,
         "layouts_count": len(p.layouts),
         "feasible_count": len(p.feasible),

@@ -83,7 +83,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     values: dict[str, float] = {
         "gpus": run.gpus, "tp": run.tp, "cp": run.cp, "pp": run.pp, "dp": run.dp, "ep": run.ep,
         "zero_stage": run.zero_stage, "seq_len": run.seq_len, "global_batch": run.global_batch,
-        "microbatches": run.microbatches, "tokens_per_gpu": run.seq_len // run.cp,
+        "microbatches": run.microbatches, "tokens_per_gpu": run.tokens_per_gpu,
         "params": param_count(run.config), "active_params": active_param_count(run.config),
         "memory_bytes": x.memory_bytes, "state_bytes": x.state_bytes, "activation_bytes": x.activation_bytes,
         "gpu_memory_bytes": run.memory_bytes, "memory_over_gpu": x.memory_bytes / run.memory_bytes,
