@@ -6,11 +6,16 @@ frozen dataclasses out. Every public function validates its arguments and raises
 ``ValueError`` naming the argument and its allowed range; every docstring gives the
 formula and its source.
 
-Modules: ``models`` (model configs, parameter counts), ``hardware`` (GPUs, links),
-``memory`` (training state bytes), ``compute`` (6ND), ``activations`` (Korthikanti
-et al. 2022), ``collectives`` (ring costs and simulations), ``data_parallel``,
-``zero``, ``tensor``, ``pipeline``, ``parallel3d``, ``planner`` (every layout of a run,
-ranked by estimated time, with the reason each rejected one fails).
+Modules: ``models`` (model configs, parameter and FLOP counts), ``hardware`` (GPUs,
+links), ``memory`` (training state bytes), ``precision`` (number formats and the
+mixed-precision recipes' bytes per parameter), ``compute`` (6ND), ``activations``
+(Korthikanti et al. 2022), ``collectives`` (ring costs and simulations), ``latency``
+(the α–β cost of each collective algorithm), ``data_parallel``, ``zero``, ``offload``
+(ZeRO-Offload, ZeRO-Infinity and DeepSpeed's memory estimators), ``tensor``,
+``pipeline``, ``context``, ``experts``, ``parallel3d``, ``planner`` (every layout of a
+run, ranked by estimated time, with the reason each rejected one fails), ``runs``
+(published runs built up one dimension at a time), ``utilization`` (MFU and HFU as
+PaLM and Megatron-LM count them).
 
 One name per quantity, in every module. A public function that takes more than two
 numbers takes them as keyword arguments (``zero.state_per_gpu_bytes(params=…, dp=…,
@@ -39,12 +44,15 @@ L       ``layers``           transformer layers                                 
 V       ``vocab``            vocabulary size                                     tokens
 K       ``optimizer_bytes``  optimizer state per parameter (12 for mixed-        bytes
                              precision Adam, ZeRO Sec. 3.1)
+—       ``grad_bytes``       gradient bytes per parameter (2 in ZeRO; 4 for      bytes
+                             Megatron-LM's fp32 gradient buffer)
 —       ``zero_stage``       ZeRO stage, 0 (plain data parallelism) to 3         —
 —       ``recompute``        activation recomputation: "none", "selective",      —
                              "full" (Korthikanti et al. 2022)
 X       ``flops_per_gpu``    sustained FLOP/s of one GPU                         FLOP/s
 β       ``bytes_per_s``      bandwidth of one link, per GPU, one direction       bytes/s
 S       ``size_bytes``       size of one message of a collective                 bytes
+α       ``alpha_s``          latency of one step of a collective algorithm       s
 —       ``ranks``            members of one collective                           ranks
 M       ``memory_bytes``     memory of one GPU                                   bytes
 —       ``gpus_per_node``    GPUs in one server                                  GPUs

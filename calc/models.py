@@ -56,11 +56,13 @@ __all__ = [
     "MODELS",
     "MegatronForwardFlops",
     "ModelConfig",
+    "ModelForwardFlops",
     "RECENT_MODELS",
     "active_param_count",
     "attention_param_count",
     "dense_layer_param_count",
     "expert_param_count",
+    "forward_flops",
     "get_model",
     "layer_param_count",
     "megatron_flops_per_iteration",
@@ -735,3 +737,104 @@ def megatron_flops_per_iteration(
     # forward + backward (twice the forward) of everything, then what is rerun
     rerun = {"none": 0, "selective": forward.attention, "full": forward.transformer}[mode]
     return float(3 * forward.total + rerun)
+
+
+@dataclass(frozen=True)
+class ModelForwardFlops:
+    """FLOP of one forward pass of a ``ModelConfig`` over ``global_batch`` sequences of
+    ``seq_len`` tokens, by kind of matmul; each field is summed over the layers except
+    ``logits`` (the output head, once). A multiply-add counts 2 FLOP; norms,
+    activations, softmax, rotary embeddings and the embedding lookup (a gather) are
+    left out, as in Narayanan et al. 2021's Appendix and PaLM's Appendix B.
+
+    ``attention_linear`` the attention's weight matmuls (q, k, v, o; with grouped-query
+    attention k and v are h × d_kv), ``attention_scores`` QKᵀ and the product with V
+    over the whole s × s matrix (the non-causal count PaLM and torchtitan use; a causal
+    kernel does about half), ``mlp`` the MLP (SwiGLU: three h × ffn matrices, GPT: two;
+    MoE: the k routed and the shared experts each token is sent to), ``router`` the MoE
+    router's h × E matmul, ``logits`` the output head 2·h·V per token.
+    """
+
+    attention_linear: int
+    attention_scores: int
+    mlp: int
+    router: int
+    logits: int
+
+    @property
+    def linear(self) -> int:
+        """The layers' weight matmuls: 2 FLOP per token per weight a token uses."""
+        return self.attention_linear + self.mlp + self.router
+
+    @property
+    def layers(self) -> int:
+        """The layers' forward pass (what full recomputation reruns)."""
+        return self.linear + self.attention_scores
+
+    @property
+    def total(self) -> int:
+        """The whole forward pass: the layers plus the logits."""
+        return self.layers + self.logits
+
+
+def _attention_matmul_weights(m: ModelConfig) -> int:
+    """Weights of one layer's attention that take part in a matmul: the projections
+    without GPT's biases or MLA's two low-rank RMSNorm weights."""
+    h = m.hidden
+    if m.architecture == "gpt":
+        return 4 * h * h
+    if m.architecture == "llama":
+        return _attention(m)
+    norms = m.kv_lora_rank + (m.q_lora_rank if m.q_lora_rank else 0)
+    return _attention(m) - norms
+
+
+def _score_widths(m: ModelConfig) -> tuple[int, int]:
+    """(query/key, value) width summed over the heads: a·d_head each for standard
+    attention; MLA's a·(d_h + d_h^R) and a·d_v (DeepSeek-V3 Sec. 2.1.1)."""
+    if m.architecture == "deepseek":
+        return m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim), m.heads * m.v_head_dim
+    return m.heads * m.head_dim, m.heads * m.head_dim
+
+
+def forward_flops(model: ModelConfig, *, seq_len: int | None = None, global_batch: int = 1) -> ModelForwardFlops:
+    """Forward FLOP of ``global_batch`` sequences of ``seq_len`` tokens (default: the model's
+    ``seq_len``), matmul by matmul (see ``ModelForwardFlops``), in integers. Per token
+    and layer:
+
+        attention projections 2·(2·h² + 2·h·d_kv)      (GQA: d_kv = kv_heads·h/a)
+        scores                2·s·a·d_qk + 2·s·a·d_v  (= 4·s·h without MLA)
+        MLP                   2·3·h·ffn (SwiGLU; GPT 2·2·h·ffn);
+                              MoE: (k + shared)·2·3·h·moe_ffn + router 2·h·E
+
+    and the logits 2·h·V once. Summed over the layers, 2·(matmul weights) + 4·L·s·h is
+    PaLM's per-token forward count (Chowdhery et al. 2022, Appendix B: 6N + 12·L·H·Q·T
+    for forward and backward, N the weights used in matmuls). Tests check every field
+    against ``torch.utils.flop_counter.FlopCounterMode`` on small Llama (GQA, SwiGLU)
+    and Mixtral models of transformers with eager attention. Llama 2 7B, one 4,096-token
+    sequence: 53,051,436,040,192 FLOP in the layers' weight matmuls.
+    """
+    m = _check_model(model)
+    s = m.seq_len if seq_len is None else check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("global_batch", global_batch, 1, MAX_BATCH)
+    tokens = b * s
+    h = m.hidden
+    dense = m.layers - m.moe_layers
+    if m.architecture == "gpt":
+        dense_mlp = 2 * h * m.ffn
+    else:
+        dense_mlp = 3 * h * m.ffn
+    mlp_weights = dense * dense_mlp
+    router_weights = 0
+    if m.experts:
+        active = m.experts_per_token + m.shared_experts
+        mlp_weights += m.moe_layers * active * expert_params(hidden=h, moe_ffn=m.moe_ffn)
+        router_weights = m.moe_layers * h * m.experts
+    qk, v = _score_widths(m)
+    return ModelForwardFlops(
+        attention_linear=2 * tokens * m.layers * _attention_matmul_weights(m),
+        attention_scores=2 * tokens * s * m.layers * (qk + v),
+        mlp=2 * tokens * mlp_weights,
+        router=2 * tokens * router_weights,
+        logits=2 * tokens * h * m.vocab,
+    )

@@ -27,7 +27,7 @@ from ._check import (
 from .compute import FLOPS_PER_PARAM_PER_TOKEN
 from .data_parallel import GLOBAL_BATCH_SEQS
 from .hardware import GPUS, GPUS_PER_NODE
-from .memory import OPTIMIZER_BYTES
+from .memory import GRAD_BYTES, OPTIMIZER_BYTES
 from .pipeline import _bubble_fraction_of_time
 from .zero import ZERO_STAGES, state_per_gpu_bytes as _zero_state
 
@@ -75,16 +75,19 @@ def state_per_gpu_bytes(
     dp: int,
     zero_stage: int = 0,
     optimizer_bytes: float = OPTIMIZER_BYTES,
+    grad_bytes: float = GRAD_BYTES,
 ) -> float:
     """Training state per GPU. Each GPU holds Ψ/(t·p) parameters; without ZeRO that is
     (2 + 2 + K)Ψ/(t·p) = 16Ψ/(t·p) bytes (K = ``optimizer_bytes``, 12); with ZeRO stage
     k over the d data-parallel replicas, the ZeRO formula (Rajbhandari et al. 2019,
     Sec. 5) applied to Ψ/(t·p), e.g. stage 1: (4 + K/d)·Ψ/(t·p). Llama 2 7B,
-    8 × 4 × 8, ZeRO-1: 1.158e9."""
+    8 × 4 × 8, ZeRO-1: 1.158e9. ``grad_bytes`` replaces the gradients' 2 bytes (4 for
+    Megatron-LM's fp32 gradient buffer, ``calc.precision``)."""
     ps = check_real("params", params, 0, MAX_PARAMS)
     t, p, d = _tpd(tp, pp, dp)
     k = check_choice("zero_stage", zero_stage, ZERO_STAGES)
-    return _zero_state(params=ps / (t * p), dp=d, zero_stage=k, optimizer_bytes=optimizer_bytes)
+    return _zero_state(params=ps / (t * p), dp=d, zero_stage=k, optimizer_bytes=optimizer_bytes,
+                       grad_bytes=grad_bytes)
 
 
 def microbatches_per_pipeline(

@@ -175,7 +175,7 @@ from .compute import FLOPS_PER_PARAM_PER_TOKEN
 from .context import attention_flops_per_gpu_layer, ring_step_times
 from .experts import MAX_EXPERTS, all_to_all_sent_per_gpu_layer_bytes
 from .hardware import GPUS_PER_NODE
-from .memory import OPTIMIZER_BYTES, WEIGHT_BYTES
+from .memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES
 from .models import ModelConfig, active_param_count, expert_param_count, param_count
 from .pipeline import activation_transfer_bytes
 from .tensor import ALL_REDUCES_PER_LAYER, sent_per_gpu_layer_bytes
@@ -234,6 +234,7 @@ class RunSpec:
     recompute: str
     sequence_parallel: bool
     optimizer_bytes: float = OPTIMIZER_BYTES
+    grad_bytes: float = GRAD_BYTES  # 4 for Megatron-LM's fp32 gradient buffer (calc.precision)
     kv_heads: int = 0  # 0: as many as ``heads`` (no grouped-query attention)
     active_params: float = 0.0  # 0: ``params`` (a dense model)
     expert_params: float = 0.0  # the routed experts' parameters, all layers
@@ -558,13 +559,14 @@ def _gathered(spec: RunSpec, share: float, p: int, group: int) -> float:
 def _state(spec: RunSpec, t: int, c: int, p: int, d: int, e: int, z: int) -> float:
     dense = (spec.params - spec.expert_params) * _share(spec, p) / t
     group = d * c
-    state = state_per_gpu_bytes(params=dense, dp=group, zero_stage=z, optimizer_bytes=spec.optimizer_bytes)
+    state = state_per_gpu_bytes(params=dense, dp=group, zero_stage=z, optimizer_bytes=spec.optimizer_bytes,
+                                grad_bytes=spec.grad_bytes)
     if z == 3:
         state += _gathered(spec, dense, p, group)
     if spec.expert_params:
         experts, expert_group = spec.expert_params * _share(spec, p) / (t * e), group // e
         state += state_per_gpu_bytes(params=experts, dp=expert_group, zero_stage=z,
-                                     optimizer_bytes=spec.optimizer_bytes)
+                                     optimizer_bytes=spec.optimizer_bytes, grad_bytes=spec.grad_bytes)
         if z == 3:
             state += _gathered(spec, experts, p, expert_group)
     return state
@@ -769,6 +771,7 @@ def run_spec(
     recompute: str = "full",
     sequence_parallel: bool = False,
     optimizer_bytes: float = OPTIMIZER_BYTES,
+    grad_bytes: float = GRAD_BYTES,
     kv_heads: int = 0,
     active_params: float = 0.0,
     expert_params: float = 0.0,
@@ -807,6 +810,7 @@ def run_spec(
         recompute=check_choice("recompute", recompute, RECOMPUTE_MODES),
         sequence_parallel=check_choice("sequence_parallel", sequence_parallel, (False, True)),
         optimizer_bytes=check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES),
+        grad_bytes=check_real("grad_bytes", grad_bytes, 0, MAX_OPTIMIZER_BYTES),
         kv_heads=check_int("kv_heads", kv_heads, 0, a),
         active_params=moe[0],
         expert_params=moe[1],
@@ -839,6 +843,7 @@ def plan(
     recompute: str = "full",
     sequence_parallel: bool = False,
     optimizer_bytes: float = OPTIMIZER_BYTES,
+    grad_bytes: float = GRAD_BYTES,
     kv_heads: int = 0,
     active_params: float = 0.0,
     expert_params: float = 0.0,
@@ -855,7 +860,8 @@ def plan(
     and ``inter_bytes_per_s`` between nodes (per GPU, one direction); ``recompute``
     one of none, selective, full (Korthikanti et al. 2022); ``sequence_parallel`` as
     Korthikanti et al. 2022, Sec. 4.2.2; ``optimizer_bytes`` K, the optimizer's bytes
-    per parameter (12 for mixed-precision Adam, Rajbhandari et al. 2019, Sec. 3.1).
+    per parameter (12 for mixed-precision Adam, Rajbhandari et al. 2019, Sec. 3.1) and
+    ``grad_bytes`` the gradients' (2; 4 with Megatron-LM's fp32 gradient buffer).
 
     A mixture of experts: ``experts`` E routed experts per MoE layer, ``experts_per_
     token`` k, ``moe_layers`` of the L layers, ``expert_params`` Ψ_e the routed experts'

@@ -45,25 +45,39 @@ def _args(params: float, dp: int, zero_stage: int) -> tuple[float, int, int]:
 
 
 def state_per_gpu(
-    *, params: float, dp: int, zero_stage: int, optimizer_bytes: float = OPTIMIZER_BYTES
+    *,
+    params: float,
+    dp: int,
+    zero_stage: int,
+    optimizer_bytes: float = OPTIMIZER_BYTES,
+    grad_bytes: float = GRAD_BYTES,
 ) -> StateBytes:
-    """Per-GPU bytes of fp16 weights, fp16 gradients and optimizer state.
+    """Per-GPU bytes of fp16 weights, gradients and optimizer state.
 
     ZeRO Sec. 5 / Fig. 1 (Ψ = ``params``, N_d = ``dp``, K = ``optimizer_bytes``, 12 for
     mixed-precision Adam): stage 0 (weights 2Ψ, grads 2Ψ, optimizer KΨ); stage 1
     (2Ψ, 2Ψ, KΨ/N_d); stage 2 (2Ψ, 2Ψ/N_d, KΨ/N_d); stage 3 (2Ψ/N_d, 2Ψ/N_d, KΨ/N_d).
+    ``grad_bytes`` is 2 in the paper (fp16 gradients); 4 for the fp32 gradient buffer
+    of Megatron-LM's bf16 recipe (``calc.precision.RECIPES``), whose distributed
+    optimizer is stage 1 of this count: (2 + 4 + 12/N_d)Ψ.
     """
     p, n, s = _args(params, dp, zero_stage)
     k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
+    g = check_real("grad_bytes", grad_bytes, 0, MAX_OPTIMIZER_BYTES)
     return StateBytes(
         weights=WEIGHT_BYTES * p / (n if s >= 3 else 1),
-        grads=GRAD_BYTES * p / (n if s >= 2 else 1),
+        grads=g * p / (n if s >= 2 else 1),
         optimizer=k * p / (n if s >= 1 else 1),
     )
 
 
 def state_per_gpu_bytes(
-    *, params: float, dp: int, zero_stage: int, optimizer_bytes: float = OPTIMIZER_BYTES
+    *,
+    params: float,
+    dp: int,
+    zero_stage: int,
+    optimizer_bytes: float = OPTIMIZER_BYTES,
+    grad_bytes: float = GRAD_BYTES,
 ) -> float:
     """Per-GPU training state in bytes (ZeRO Sec. 5, Fig. 1), N_d = ``dp``:
 
@@ -71,20 +85,23 @@ def state_per_gpu_bytes(
         stage 2: (2 + (2 + K)/N_d)Ψ  stage 3: (2 + 2 + K)Ψ/N_d
 
     Llama 2 7B, N_d = 8, stage 1: 37.07e9. The paper's 7.5B model on N_d = 64:
-    120 GB, 31.4 GB, 16.6 GB, 1.88 GB.
+    120 GB, 31.4 GB, 16.6 GB, 1.88 GB. ``grad_bytes`` replaces the 2 of the gradients.
     """
     return state_per_gpu(
-        params=params, dp=dp, zero_stage=zero_stage, optimizer_bytes=optimizer_bytes
+        params=params, dp=dp, zero_stage=zero_stage, optimizer_bytes=optimizer_bytes, grad_bytes=grad_bytes
     ).total
 
 
-def reduction(*, dp: int, zero_stage: int, optimizer_bytes: float = OPTIMIZER_BYTES) -> float:
+def reduction(
+    *, dp: int, zero_stage: int, optimizer_bytes: float = OPTIMIZER_BYTES, grad_bytes: float = GRAD_BYTES
+) -> float:
     """Memory reduction over plain DP: (2 + 2 + K)Ψ / state_per_gpu_bytes (ZeRO Fig. 1:
     4× for stage 1, 8× for stage 2 and N_d× for stage 3 as N_d grows, K = 12).
-    N_d = 8, stage 1: 16/5.5 = 2.909."""
+    N_d = 8, stage 1: 16/5.5 = 2.909. ``grad_bytes`` replaces the gradients' 2."""
     k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
-    per_gpu = state_per_gpu_bytes(params=1.0, dp=dp, zero_stage=zero_stage, optimizer_bytes=k)
-    return (WEIGHT_BYTES + GRAD_BYTES + k) / per_gpu
+    g = check_real("grad_bytes", grad_bytes, 0, MAX_OPTIMIZER_BYTES)
+    per_gpu = state_per_gpu_bytes(params=1.0, dp=dp, zero_stage=zero_stage, optimizer_bytes=k, grad_bytes=g)
+    return (WEIGHT_BYTES + g + k) / per_gpu
 
 
 def sent_per_gpu_elements(*, params: float, dp: int, zero_stage: int) -> float:

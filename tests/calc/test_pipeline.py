@@ -3,6 +3,8 @@ interleaved schedule (Narayanan et al. 2021, Sec. 2.2), and the schedule simulat
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from calc import pipeline as pp
@@ -171,3 +173,204 @@ def test_optimizer_bytes_is_k() -> None:
     assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4, optimizer_bytes=12) == pp.state_per_gpu_bytes(
         params=PSI_7B, pp=4)
     assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4, optimizer_bytes=4) == pytest.approx(8 * PSI_7B / 4)
+
+
+# ------------------------------------------------- zero bubble (ZB-H1, ZB-H2) and DualPipe
+# Qi et al. 2024, "Zero Bubble (Almost) Pipeline Parallelism" (ICLR 2024, arXiv:2401.10241),
+# Sec. 2; DeepSeek-V3 Technical Report (arXiv:2412.19437), Table 2, and deepseek-ai/DualPipe
+# (README table, dualpipe/dualpipe.py at 3da1bbe). Times in DeepSeek's notation: F = fwd,
+# B = bwd (a full backward, T_B + T_W), W = wgrad, F&B = fwd_bwd.
+
+# (fwd, bwd, wgrad): the ZB paper's T_F = T_B = T_W, then unequal times.
+TIMES = [(1, 2, 1), (2, 4, 1), (3, 4, 2), (1, 3, 2), (2, 5, 1.5)]
+SPLIT_GRID = [(p, m) for p in range(1, 9) for m in range(1, 33)]
+
+
+def _idle(schedule: str, p: int, m: int, f: float, b: float, w: float, **kw: float) -> float:
+    s = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule=schedule, fwd=f, bwd=b, wgrad=w, **kw))
+    return s.period - s.busy_time
+
+
+@pytest.mark.parametrize("times", [t for t in TIMES if t[2] <= t[0]])
+def test_zb_h1_bubble_is_p_minus_1_times_f_plus_b_minus_2w(times: tuple[float, float, float]) -> None:
+    """ZB-H1's idle time per stage is (p − 1)(F + B − 2W), DeepSeek-V3 Table 2's ZB1P row,
+    = (p − 1)(T_F + T_B − T_W), once m ≥ p and T_W ≤ T_F; with T_F = T_B = T_W a third
+    of 1F1B's (p − 1)(F + B) (Qi et al. 2024 Sec. 2.1, "one-third of 1F1B's size")."""
+    f, b, w = times
+    for p, m in SPLIT_GRID:
+        if m < p:
+            continue
+        formula = pp.bubble_time(pp=p, schedule="zb-h1", fwd=f, bwd=b, wgrad=w)
+        assert formula == pytest.approx((p - 1) * (f + b - 2 * w))
+        events = simulate_schedule(pp=p, microbatches=m, schedule="zb-h1", fwd=f, bwd=b, wgrad=w)
+        s = summarize_schedule(events)
+        assert s.total_time - s.busy_time == pytest.approx(formula, abs=1e-9), (p, m)
+        assert s.period == s.total_time  # a trapezoid: stage 0 spans the whole step
+    one_f_one_b = pp.bubble_time(pp=8, schedule="1f1b")
+    assert pp.bubble_time(pp=8, schedule="zb-h1") == pytest.approx(one_f_one_b / 3)
+
+
+def test_zb_h1_w_longer_than_f_cannot_fill_more_than_f() -> None:
+    """Where T_W > T_F the s delayed W of stage s cannot shorten a wait of T_F: the
+    simulated idle time is (p − 1)(T_F + T_B − min(T_W, T_F)) = (p − 1)·T_B, more than
+    the formula (which the paper states for T_F = T_B = T_W)."""
+    for p, m in [(4, 8), (8, 16), (3, 9)]:
+        for f, b, w in [(1, 3, 2), (1, 2.5, 1.5), (1, 5, 2)]:
+            assert _idle("zb-h1", p, m, f, b, w) == pytest.approx((p - 1) * (b - w))
+            assert _idle("zb-h1", p, m, f, b, w) > pp.bubble_time(pp=p, schedule="zb-h1", fwd=f, bwd=b, wgrad=w)
+
+
+def test_bubble_share_turns_idle_time_into_the_step_fraction() -> None:
+    """(p − 1)(F + B) over m(F + B) + (p − 1)(F + B) is (p − 1)/(m + p − 1)."""
+    for p, m in GRID:
+        share = pp.bubble_share(bubble=pp.bubble_time(pp=p, schedule="1f1b"), busy=pp.busy_units(microbatches=m))
+        assert share == pytest.approx(pp.bubble_fraction_of_time(pp=p, microbatches=m))
+
+
+def test_1f1b_bubble_time_is_table_2s_row() -> None:
+    """DeepSeek-V3 Table 2, 1F1B: (PP − 1)(F + B), what the 1F1B simulation idles."""
+    for p, m in GRID:
+        if m >= p:
+            s = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="1f1b", fwd=1, bwd=2))
+            assert s.total_time - s.busy_time == pp.bubble_time(pp=p, schedule="1f1b") == (p - 1) * 3
+
+
+def test_zb_h1_holds_p_microbatches_like_1f1b() -> None:
+    """Qi et al. 2024 Sec. 2.1: ZB-H1's peak memory is 1F1B's, p·M_B, on every stage
+    (1F1B: only on stage 0), counting a micro-batch from its F to its W."""
+    for p, m in SPLIT_GRID:
+        peaks = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="zb-h1")).peak_in_flight
+        assert peaks == tuple(float(min(p, m)) for _ in range(p)), (p, m)
+        assert max(peaks) == pp.in_flight_microbatches(pp=p, microbatches=m, schedule="zb-h1")
+        assert max(peaks) == pp.in_flight_microbatches(pp=p, microbatches=m, schedule="1f1b")
+
+
+@pytest.mark.parametrize("times", TIMES)
+def test_zb_h2_period_bubble_is_zero_with_equal_times(times: tuple[float, float, float]) -> None:
+    """ZB-H2 (Sec. 2.2): with 2p − 1 micro-batches in flight the step is a parallelogram,
+    and when steps follow each other as soon as each stage is free (post-validation,
+    Sec. 4), each stage idles max(0, (p − 1)(T_F + T_B − 2T_W)) per step: zero for
+    T_F = T_B = T_W. Within one isolated step the last stage still waits
+    (p − 1)·max(T_F, T_F + T_B − 2T_W)."""
+    f, b, w = times
+    t_b = b - w
+    for p, m in SPLIT_GRID:
+        if m < 2 * p - 1:
+            continue
+        s = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="zb-h2", fwd=f, bwd=b, wgrad=w))
+        formula = pp.bubble_time(pp=p, schedule="zb-h2", fwd=f, bwd=b, wgrad=w)
+        assert formula == pytest.approx(max(0.0, (p - 1) * (f + t_b - 2 * w)))
+        assert s.period - s.busy_time == pytest.approx(formula, abs=1e-9), (p, m)
+        assert s.total_time - s.busy_time == pytest.approx((p - 1) * max(f, f + t_b - 2 * w), abs=1e-9)
+    assert pp.bubble_time(pp=8, schedule="zb-h2") == 0
+
+
+def test_zb_h2_holds_2p_minus_1_microbatches() -> None:
+    """Qi et al. 2024 Sec. 2.2: ZB-H2's peak is (2p − 1)·M_B, about twice 1F1B's."""
+    for p, m in SPLIT_GRID:
+        peaks = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="zb-h2")).peak_in_flight
+        assert max(peaks) == min(2 * p - 1, m) == pp.in_flight_microbatches(pp=p, microbatches=m, schedule="zb-h2")
+
+
+DUALPIPE_GRID = [(p, m) for p in (2, 4, 6, 8) for m in range(2 * p, 33, 2)]
+
+
+def test_dualpipe_holds_pp_plus_1_microbatches_and_two_stages() -> None:
+    """DeepSeek-V3 Table 2 (and the DualPipe README): activations PP + 1 per device,
+    parameters 2× (device s holds stages s and PP − 1 − s)."""
+    for p, m in DUALPIPE_GRID:
+        for times in TIMES:
+            f, b, w = times
+            peaks = summarize_schedule(simulate_schedule(pp=p, microbatches=m, schedule="dualpipe", fwd=f, bwd=b,
+                                                         wgrad=w)).peak_in_flight
+            assert peaks == tuple(float(p + 1) for _ in range(p)), (p, m, times)
+        assert pp.in_flight_microbatches(pp=p, microbatches=m, schedule="dualpipe") == p + 1
+    assert pp.parameter_copies("dualpipe") == 2
+    assert [pp.parameter_copies(s) for s in ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")] == [1] * 5
+    assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4, copies=2) == 2 * pp.state_per_gpu_bytes(params=PSI_7B, pp=4)
+
+
+def test_dualpipe_bubble_against_table_2() -> None:
+    """Table 2's DualPipe bubble is (PP/2 − 1)(F&B + B − 3W). This simulator (free
+    communication, a send never waits for its receiver) reaches it on the busiest
+    device for F = W = B/2 with F&B = B, and stays below it whenever F&B = F + B (no
+    compute overlap); it does not grow with m (Table 2 has no m)."""
+    for p, m in DUALPIPE_GRID:
+        formula = pp.bubble_time(pp=p, schedule="dualpipe", fwd=1, bwd=2, wgrad=1, fwd_bwd=2)
+        assert formula == (p // 2 - 1) * (2 + 2 - 3)
+        assert max_idle(p, m, fwd=1, bwd=2, wgrad=1, fwd_bwd=2) == pytest.approx(formula), (p, m)
+        for f, b, w in TIMES:
+            idle = _idle("dualpipe", p, m, f, b, w)
+            assert idle <= pp.bubble_time(pp=p, schedule="dualpipe", fwd=f, bwd=b, wgrad=w) + 1e-9, (p, m)
+            assert idle == pytest.approx(_idle("dualpipe", p, 2 * p, f, b, w))
+    assert pp.bubble_time(pp=8, schedule="dualpipe") == 3 * (3 + 2 - 3)
+
+
+def max_idle(p: int, m: int, **kw: float) -> float:
+    """The largest idle time of one device (busy times differ when F&B < F + B)."""
+    events = simulate_schedule(pp=p, microbatches=m, schedule="dualpipe", **kw)
+    total = max(e.end for e in events)
+    return max(total - math.fsum(e.end - e.start for e in events if e.stage == s) for s in range(p))
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "zb-h2", "dualpipe"])
+def test_every_pass_runs_once_and_dependencies_hold(schedule: str) -> None:
+    """Every micro-batch's F, B and W appear exactly once per stage (and chunk); a forward
+    starts after the forward one stage earlier, a B after the B one stage later (the
+    last stage's after its own F), a W after its own B; a stage runs one pass at a
+    time. DualPipe's direction 1 runs from the last device to the first."""
+    shapes = DUALPIPE_GRID if schedule == "dualpipe" else SPLIT_GRID
+    for p, m in shapes:
+        for f, b, w in TIMES[:3]:
+            events = simulate_schedule(pp=p, microbatches=m, schedule=schedule, fwd=f, bwd=b, wgrad=w)
+            key = [(e.kind, e.microbatch, e.chunk, e.stage) for e in events]
+            assert len(key) == len(set(key)) == 3 * m * p
+            end = {k: e.end for k, e in zip(key, events)}
+            start = {k: e.start for k, e in zip(key, events)}
+            for kind, i, c, s in key:
+                step = -1 if c == 1 else 1
+                first, last = (p - 1, 0) if step == -1 else (0, p - 1)
+                if schedule == "dualpipe":
+                    assert c == (0 if i < m // 2 else 1)
+                else:
+                    assert c == 0
+                if kind == "F" and s != first:
+                    assert start[(kind, i, c, s)] >= end[("F", i, c, s - step)]
+                if kind == "B":
+                    before = ("F", i, c, s) if s == last else ("B", i, c, s + step)
+                    assert start[(kind, i, c, s)] >= end[before]
+                if kind == "W":
+                    assert start[(kind, i, c, s)] >= end[("B", i, c, s)]
+            for s in range(p):
+                mine = sorted((e.start, e.end) for e in events if e.stage == s)
+                assert all(x[1] <= y[0] for x, y in zip(mine, mine[1:]))
+
+
+def test_pass_times_split_the_backward() -> None:
+    """B lasts bwd − wgrad and W wgrad; DualPipe's F&B pairs last fwd_bwd and are drawn
+    as F, B, W back to back, scaled."""
+    events = simulate_schedule(pp=4, microbatches=8, schedule="zb-h1", fwd=2, bwd=5, wgrad=1.5)
+    assert {e.kind: e.end - e.start for e in events} == {"F": 2, "B": 3.5, "W": 1.5}
+    spans = pp.overlapped_spans(pp=4, microbatches=8, fwd=1, bwd=2, wgrad=1, fwd_bwd=2)
+    assert spans and all(end - start == pytest.approx(2) for _, start, end in spans)
+    # dualpipe.py: per device 2·step_4 + step_5 pairs, step_4 = m/2 − p + hr + 1,
+    # step_5 = p/2 − hr − 1 (hr = min(rank, p − 1 − rank)), less one on the two middle
+    # devices, which do not overlap their first pair: p = 4, m = 8 gives 3 per device.
+    assert len(pp.overlapped_spans(pp=4, microbatches=8)) == 4 * 3
+
+
+def test_split_schedules_validate_their_arguments() -> None:
+    with pytest.raises(ValueError, match="pp must be even for dualpipe, got 3"):
+        simulate_schedule(pp=3, microbatches=12, schedule="dualpipe")
+    with pytest.raises(ValueError, match="microbatches must be an even number of at least 2·pp = 8"):
+        simulate_schedule(pp=4, microbatches=6, schedule="dualpipe")
+    with pytest.raises(ValueError, match="microbatches must be an even number"):
+        simulate_schedule(pp=4, microbatches=9, schedule="dualpipe")
+    with pytest.raises(ValueError, match="wgrad must be less than bwd = 2, got 2"):
+        simulate_schedule(pp=4, microbatches=8, schedule="zb-h1", wgrad=2)
+    with pytest.raises(ValueError, match="fwd_bwd must be"):
+        simulate_schedule(pp=4, microbatches=8, schedule="dualpipe", fwd_bwd=4)
+    with pytest.raises(ValueError, match="pp must be even for dualpipe"):
+        pp.bubble_time(pp=5, schedule="dualpipe")
+    # the older schedules ignore wgrad: bwd = 1 with the default wgrad = 1 still runs
+    assert simulate_schedule(pp=2, microbatches=2, schedule="1f1b", bwd=1, wgrad=1)

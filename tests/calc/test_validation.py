@@ -22,6 +22,7 @@ from calc import (
     parallel3d,
     pipeline,
     tensor,
+    utilization,
     zero,
 )
 
@@ -35,6 +36,11 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     ),
     models.megatron_forward_flops: dict(layers=96, hidden=12288, vocab=51200, seq_len=2048, global_batch=1536),
     models.get_model: dict(model="llama2-7b"),
+    utilization.palm_flops_per_token: dict(params=540e9, layers=118, heads=48, head_dim=256, seq_len=2048),
+    utilization.mfu: dict(tokens_per_s=238.3e3, flops_per_token=3.3e12, gpus=6144, peak_flops_per_s=275e12),
+    utilization.flops_per_gpu_from_gpu_hours: dict(flops=8e22, gpu_hours=184320),
+    utilization.weak_scaling_efficiency: dict(flops_per_gpu=163e12, base_flops_per_gpu=137e12),
+    utilization.run_utilization: dict(run="palm-540b"),
     hardware.get_gpu: dict(gpu="h100-sxm"),
     hardware.get_link: dict(link="nvlink"),
     memory.training_state: dict(params=P, optimizer_bytes=12),
@@ -110,9 +116,14 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     pipeline.total_units: dict(pp=4, microbatches=4, fwd=1, bwd=2),
     pipeline.layers_per_stage: dict(layers=32, pp=4),
     pipeline.stage_layers: dict(layers=32, pp=4),
-    pipeline.state_per_gpu_bytes: dict(params=P, pp=4, optimizer_bytes=12),
+    pipeline.state_per_gpu_bytes: dict(params=P, pp=4, optimizer_bytes=12, copies=1),
     pipeline.activation_transfer_bytes: dict(hidden=4096, seq_len=4096, micro_batch=1),
     pipeline.in_flight_microbatches: dict(pp=4, microbatches=8, schedule="1f1b"),
+    pipeline.bubble_time: dict(pp=4, schedule="dualpipe", chunks=1, fwd=1, bwd=2, wgrad=1),
+    pipeline.check_dualpipe: dict(pp=4, microbatches=8),
+    pipeline.bubble_share: dict(bubble=9, busy=24),
+    pipeline.parameter_copies: dict(schedule="dualpipe"),
+    pipeline.overlapped_spans: dict(pp=4, microbatches=8, fwd=1, bwd=2, wgrad=1),
     pipeline.simulate_schedule: dict(
         pp=4, microbatches=4, schedule="interleaved", chunks=2, fwd=1, bwd=2
     ),
@@ -222,6 +233,9 @@ def test_every_public_function_is_covered() -> None:
         "models.dense_layer_param_count",
         "models.moe_layer_param_count",
         "models.expert_param_count",
+        "models.forward_flops",
+        "utilization.model_flops_per_token",
+        "utilization.hardware_flops_per_token",
         "collectives.all_gather",
         "collectives.reduce_scatter",
         "collectives.all_reduce",
@@ -231,7 +245,7 @@ def test_every_public_function_is_covered() -> None:
     }
     covered = {_name(f) for f in CALLS}
     modules = (activations, collectives, compute, context, data_parallel, experts, hardware, memory,
-               models, parallel3d, pipeline, tensor, zero)
+               models, parallel3d, pipeline, tensor, utilization, zero)
     for module in modules:
         for name in module.__all__:
             obj = getattr(module, name)

@@ -135,3 +135,18 @@ def test_optimizer_bytes_is_k() -> None:
     assert zero.reduction(dp=8, zero_stage=1, optimizer_bytes=6) == pytest.approx(10 / 4.75)
     with pytest.raises(ValueError, match="^optimizer_bytes must be a number from 0 to 64"):
         zero.state_per_gpu_bytes(params=PSI_7B, dp=8, zero_stage=1, optimizer_bytes=-1)
+
+
+@pytest.mark.parametrize("dp", [1, 8, 64])
+def test_megatron_distributed_optimizer_is_zero_1_with_fp32_gradients(dp: int) -> None:
+    """Megatron-Core's distributed optimizer (docs/source/api-guide/dist_optimizer.md,
+    "float16 param, fp32 grads": 18 bytes, 6 + 12/d distributed) is stage 1 of ZeRO's
+    count with a 4-byte gradient buffer; the recipe table of calc.precision agrees."""
+    from calc.precision import state_bytes_per_param
+
+    assert zero.state_per_gpu_bytes(params=1.0, dp=dp, zero_stage=0, grad_bytes=4) == 18
+    distributed = zero.state_per_gpu_bytes(params=1.0, dp=dp, zero_stage=1, grad_bytes=4)
+    assert distributed == pytest.approx(6 + 12 / dp)
+    assert distributed == pytest.approx(state_bytes_per_param("megatron-distopt", dp=dp))
+    with pytest.raises(ValueError, match="grad_bytes"):
+        zero.state_per_gpu(params=1.0, dp=dp, zero_stage=1, grad_bytes=-1)
