@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from widgets.framework.core import render_output
 from widgets.build.native import locale
-from widgets.framework.spec import Choice, Range
+from widgets.framework.spec import Choice, Number, Range
 
 BOOT_MS = 90_000
 VIEWPORT = {"width": 1280, "height": 900}
@@ -91,7 +91,7 @@ def set_control(page: Any, name: str, control: Any, value: str) -> None:
     """Operate one control as a reader would, then wait for the live update."""
     sel = f'{root(name)} [name="{control.name}"]'
     before = int(page.get_attribute(root(name), "data-revision"))
-    if isinstance(control, Range):
+    if isinstance(control, (Range, Number)):
         element = page.locator(sel)
         if element.input_value() == value:
             return
@@ -147,6 +147,16 @@ def operate_by_keyboard(page: Any, name: str, control: Any) -> None:
     """Focus the control and change it with a key, as a keyboard user would."""
     sel = f'{root(name)} [name="{control.name}"]'
     before = int(page.get_attribute(root(name), "data-revision"))
+    if isinstance(control, Number):  # typed: clear the field and type the other end
+        element = page.locator(sel)
+        end = control.text(control.lo if element.input_value() != control.text(control.lo) else control.hi)
+        element.focus()
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type(end)
+        page.wait_for_function(
+            "([sel, text]) => document.querySelector(sel).value === text", arg=[sel, end])
+        wait_revision_above(page, name, before)
+        return
     if isinstance(control, Range):
         element = page.locator(sel)
         key = "ArrowLeft" if float(element.input_value()) >= control.hi else "ArrowRight"

@@ -24,7 +24,7 @@ from live import BOOT_MS, READ_STATE, assert_matches_native, root, set_control, 
 from widgets import REGISTRY
 from widgets.framework.core import handle
 from widgets.build.native import locale
-from widgets.framework.spec import Choice, Range, Toggle, canonical, edge_states
+from widgets.framework.spec import Choice, Number, Range, Toggle, canonical, edge_states
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FENCE = re.compile(r"^\s*```widget\s+([\w-]+)\s*$", re.M)
@@ -72,8 +72,11 @@ def tampered_states(name: str) -> list[dict[str, str]]:
     for i, control in enumerate(controls):
         bad = BAD[i % len(BAD)]
         states.append({control.name: bad})
-        if isinstance(control, Range):  # out of range on both sides
+        if isinstance(control, (Range, Number)):  # out of range on both sides
             states.append({control.name: repr(control.hi * 10 + 1)})
+        if isinstance(control, Number):  # a unit it does not know, and a negative size
+            states.append({control.name: "8 GHz"})
+            states.append({control.name: "-4K"})
         elif isinstance(control, (Choice, Toggle)):
             states.append({control.name: BAD[(i + 7) % len(BAD)]})
     states.append({c.name: BAD[-5] for c in controls})

@@ -39,8 +39,9 @@ def widths(html: str) -> dict[str, float]:
 
 def test_defaults_of_the_chapter_outline() -> None:
     """1 GB all-reduced on 8 ranks in 10 ms: algbw 100 GB/s, busbw 175 GB/s."""
-    state, v = evaluate("bandwidth", {})
-    assert state == {"op": "all_reduce", "ranks": "8", "size_bytes": "1e9", "time_s": "1e-2"}
+    out = render_output("bandwidth", {}, locale("id"))
+    assert out.state == {"op": "all_reduce", "ranks": "8", "size_bytes": "1e9", "time_us": "10000", "link": "nvlink4"}
+    v = out.values
     assert v["algbw"] == pytest.approx(100e9)
     assert v["busbw"] == pytest.approx(175e9)
     assert v["bus_factor"] == pytest.approx(1.75)
@@ -62,20 +63,43 @@ def test_busbw_is_algbw_times_the_nccl_tests_factor(op: str, n: int) -> None:
 @pytest.mark.parametrize("size", ["1e3", "1e6", "1e9", "1e11"])
 @pytest.mark.parametrize("time", ["1e-6", "5e-4", "1e-2", "2", "100"])
 def test_algbw_is_size_over_time(size: str, time: str) -> None:
+    """The former spellings (`time_s` in seconds) still read."""
     _, v = evaluate("bandwidth", {"size_bytes": size, "time_s": time})
     assert v["algbw"] == pytest.approx(float(size) / float(time), rel=1e-12)
-    assert (v["size_bytes"], v["time_s"]) == (float(size), float(time))
+    assert v["size_bytes"] == float(size) and v["time_s"] == pytest.approx(float(time), rel=1e-15)
+
+
+def test_an_nccl_tests_row_typed_in_gives_its_algbw_and_busbw() -> None:
+    """nccl-tests prints `8589934592 ... 47535` for an 8G all-reduce on 16 ranks (size in
+    bytes, `-b 8G` = 8·2^30; time in µs): algbw = 8·2^30 B / 47535 µs = 180.7 GB/s,
+    busbw = algbw · 2·15/16 = 338.8 GB/s."""
+    for size in ("8G", "8589934592", "8GiB"):
+        out = render_output("bandwidth", {"size_bytes": size, "time_us": "47535", "ranks": "16"}, locale("id"))
+        assert out.ok and out.state["size_bytes"] == "8G" and out.state["time_us"] == "47535"
+        assert out.values["algbw"] == pytest.approx(8 * 2**30 / 47535e-6, rel=1e-12)
+        assert out.values["busbw"] == pytest.approx(8 * 2**30 / 47535e-6 * 2 * 15 / 16, rel=1e-12)
+        assert format_value("bandwidth", "algbw", {"size_bytes": size, "time_us": "47535", "ranks": "16"},
+                            locale("id")) == "180,7 GB/s"
+        assert out.labels["size_bytes"] == "8,59 GB" and out.labels["time_us"] == "47,5 ms"
+    # any rank count, not only the old select's
+    _, v = evaluate("bandwidth", {"ranks": "24"})
+    assert v["bus_factor"] == pytest.approx(2 * 23 / 24)
 
 
 def test_the_macro_of_the_chapter_outline_and_numeric_spellings() -> None:
     # {{ bandwidth.busbw op=all_reduce ranks=16 time_s=0.05 }}: 1 GB / 50 ms × 2·15/16
     assert format_value("bandwidth", "busbw", {"op": "all_reduce", "ranks": "16", "time_s": "0.05"},
                         locale("id")) == "37,5 GB/s"
-    state, _ = evaluate("bandwidth", {"time_s": "0.01", "size_bytes": "1000000000", "ranks": "8.0"})
-    assert state == {"op": "all_reduce", "ranks": "8", "size_bytes": "1e9", "time_s": "1e-2"}
-    for bad in ({"time_s": "0.03"}, {"ranks": "9"}, {"size_bytes": "1e12"}, {"op": "allreduce"}):
+    out = render_output("bandwidth", {"time_s": "0.01", "size_bytes": "1000000000", "ranks": "8.0"}, locale("id"))
+    assert out.state == render_output("bandwidth", {}, locale("id")).state
+    for bad, key in (({"time_us": "0"}, "range"), ({"ranks": "1"}, "range"), ({"size_bytes": "2e12"}, "range"),
+                     ({"op": "allreduce"}, "choice"), ({"size_bytes": "8 GHz"}, "bytes"),
+                     ({"time_us": "47535 h"}, "microseconds"), ({"ranks": "8.5"}, "integer"),
+                     ({"link": "pcie5"}, "choice")):
         out = render_output("bandwidth", bad, locale("zh"))
-        assert not out.ok and 'data-error="errors.choice"' in out.html
+        assert not out.ok and f'data-error="errors.{key}"' in out.html, bad
+    html = render_output("bandwidth", {"size_bytes": "2e12"}, locale("id")).html
+    assert "harus antara 1 B dan 1 TB, bukan 2e12" in html
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
@@ -131,3 +155,74 @@ def test_figure_is_accessible_and_its_legend_names_the_factor() -> None:
         assert html.count('role="img"') == 1
         assert re.search(r'<desc id="w-bw-bars-d">[^<]*100 GB/s[^<]*175 GB/s[^<]*450 GB/s[^<]*50 GB/s', html)
         assert text in html
+
+
+# -- the α–β panel -----------------------------------------------------------------------
+
+def model_panel(html: str) -> dict:
+    curves = {alg: points for points, alg in re.findall(r'points="([^"]+)" data-curve="(\w+)"', html)}
+    point = re.search(r'cx="([\d.]+)" cy="([\d.]+)" r="4" data-point="measured"', html)
+    cross = float(re.search(r'x1="([\d.]+)"[^>]*data-line="crossover_bytes"', html).group(1))
+    floor = float(re.search(r'y1="([\d.]+)"[^>]*data-line="latency_floor_s"', html).group(1))
+    return {"curves": curves, "point": (float(point.group(1)), float(point.group(2))), "cross": cross, "floor": floor}
+
+
+def test_alpha_beta_outputs_follow_calc_latency() -> None:
+    """8 GPUs on NVLink: α = 0.6 µs (NCCL's LL step), β = 450 GB/s; a ring all-reduce of
+    1 GB takes 14 α + 1.75 GB / 450 GB/s; the ring's S* is n·α·β = 2.16 MB."""
+    from calc import latency as lat
+
+    _, v = evaluate("bandwidth", {})
+    assert v["alpha_s"] == 0.6e-6 and v["link_bytes_per_s"] == 450e9
+    assert v["ring_s"] == pytest.approx(14 * 0.6e-6 + 1.75e9 / 450e9, rel=1e-12)
+    assert v["ring_crossover_bytes"] == pytest.approx(2.16e6) == v["crossover_bytes"]
+    assert v["latency_floor_s"] == pytest.approx(3 * 0.6e-6)  # recursive doubling, log2 8 steps
+    assert v["model_s"] == v["rabenseifner_s"] == min(v[k] for k in ("ring_s", "recursive_doubling_s",
+                                                                     "rabenseifner_s", "tree_s"))
+    assert v["measured_over_model"] == pytest.approx(1e-2 / v["model_s"])
+    assert v["nvls_s"] == lat.nvls_all_reduce(ranks=8, size_bytes=1e9, bytes_per_s=450e9).time_s
+    _, ib = evaluate("bandwidth", {"link": "ib-ndr", "ranks": "64", "size_bytes": "25M"})
+    assert ib["ring_crossover_bytes"] == pytest.approx(64 * 2.7e-6 * 50e9)
+    assert ib["ring_latency_fraction"] == pytest.approx(
+        126 * 2.7e-6 / (126 * 2.7e-6 + 2 * 63 / 64 * 25 * 2**20 / 50e9))
+
+
+@pytest.mark.parametrize("state", [{}, {"op": "broadcast", "ranks": "1024"}, {"size_bytes": "8", "time_us": "20"},
+                                   {"op": "all_to_all", "link": "ib-ndr", "ranks": "64", "size_bytes": "1e12"},
+                                   {"size_bytes": "8G", "time_us": "47535", "ranks": "16"}])
+def test_panel_draws_each_algorithm_and_the_measured_point_on_log_axes(state: dict) -> None:
+    out = render_output("bandwidth", state, locale("id"))
+    panel = model_panel(out.html)
+    full = evaluate("bandwidth", state)[0]
+    names = [alg for alg, _, _ in bandwidth.model_curves(full, out.values)]
+    assert list(panel["curves"]) == names
+    x_lo, x_hi, y_lo, y_hi = bandwidth._model_decades(full, out.values, bandwidth.model_curves(full, out.values))
+
+    def px(s: float) -> float:
+        return bandwidth.AXIS_X + bandwidth.AXIS_W * (math.log10(s) - x_lo) / (x_hi - x_lo)
+
+    def py(t: float) -> float:
+        return bandwidth.PLOT_Y1 - (bandwidth.PLOT_Y1 - bandwidth.PLOT_Y0) * (math.log10(t) - y_lo) / (y_hi - y_lo)
+
+    assert panel["point"] == (pytest.approx(px(out.values["size_bytes"]), abs=0.006),
+                              pytest.approx(py(out.values["time_s"]), abs=0.006))
+    assert panel["cross"] == pytest.approx(px(out.values["crossover_bytes"]), abs=0.006)
+    assert panel["floor"] == pytest.approx(py(out.values["latency_floor_s"]), abs=0.006)
+    for points in panel["curves"].values():  # every curve inside the plot, time rising with size
+        ys = [float(p.split(",")[1]) for p in points.split()]
+        assert all(bandwidth.PLOT_Y0 - 0.01 <= y <= bandwidth.PLOT_Y1 + 0.01 for y in ys)
+        assert all(b <= a + 0.01 for a, b in zip(ys, ys[1:]))
+
+
+def test_nvls_is_drawn_only_where_nccl_runs_it() -> None:
+    assert 'data-curve="nvls"' in render_output("bandwidth", {}, locale("id")).html
+    for state in ({"ranks": "16"}, {"link": "ib-ndr"}, {"op": "all_gather"}):
+        assert 'data-curve="nvls"' not in render_output("bandwidth", state, locale("id")).html
+
+
+def test_model_sentence_names_the_winner_the_floor_and_the_crossover() -> None:
+    tiny = sentence(render_output("bandwidth", {"size_bytes": "8", "time_us": "20"}, locale("id")).html)
+    assert "tercepat untuk S ini adalah recursive doubling" in tiny
+    assert "paling sedikit 1,8 µs" in tiny and "S* = 2,16 MB" in tiny
+    big = sentence(render_output("bandwidth", {}, locale("zh")).html)
+    assert "最快的 all-reduce 算法是Rabenseifner" in big and "NVLink SHARP" in big

@@ -17,7 +17,7 @@ def test_prerendered_widget_follows_the_dom_contract() -> None:
     assert '<label for="w-why-tokens">Token training</label>' in html
     assert re.search(r'<select id="w-why-model" name="model" disabled><option value="llama2-7b" selected>Llama 2 7B</option>', html)
     assert 'data-region="output" aria-live="polite"' in html
-    assert 'data-defaults="tokens=2000000000000&amp;model=llama2-7b"' in html
+    assert 'data-defaults="tokens=2000000000000&amp;model=llama2-7b&amp;gpu=a100-80gb&amp;mfu=0.4&amp;recipe=zero-paper"' in html
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
@@ -74,5 +74,7 @@ def test_a_state_that_is_not_a_mapping_is_an_error_not_a_crash() -> None:
 def test_worker_reply_carries_canonical_state_and_control_labels() -> None:
     reply = handle({"widget": "why", "state": {"tokens": "5e10", "model": "gpt3-175b"}}, locale("id"))
     assert reply["ok"] is True
-    assert reply["state"] == {"tokens": "50000000000", "model": "gpt3-175b"}
-    assert reply["labels"] == {"tokens": "50 miliar", "model": "GPT-3 175B"}
+    assert reply["state"] == {"tokens": "50000000000", "model": "gpt3-175b", "gpu": "a100-80gb", "mfu": "0.4",
+                              "recipe": "zero-paper"}
+    assert reply["labels"] == {"tokens": "50 miliar", "model": "GPT-3 175B", "gpu": "NVIDIA A100 80GB SXM",
+                               "mfu": "40,0%", "recipe": "Paper ZeRO: fp16, master dan Adam fp32 (16 B)"}

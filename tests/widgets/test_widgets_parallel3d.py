@@ -30,11 +30,14 @@ SEED = {
     "train_time": 2.156e6,
 }
 MODELS_ALL = tuple(MODELS)
+RECIPES = p3d.RECIPE.options
 SWEEP = [
-    {"tp_on": tp, "pp_on": pp, "zero_on": zero, "dp": dp, "model": model}
-    for tp, pp, zero in itertools.product((True, False), repeat=3)
-    for dp in (1, 2, 3, 5, 8, 13, 16, 31, 32, 63, 64)
-    for model in MODELS_ALL
+    {"tp_on": tp, "pp_on": pp, "zero_on": zero, "dp": dp, "model": model, "recipe": RECIPES[i % len(RECIPES)]}
+    for i, (tp, pp, zero, dp, model) in enumerate(
+        (tp, pp, zero, dp, model)
+        for tp, pp, zero in itertools.product((True, False), repeat=3)
+        for dp in (1, 2, 3, 5, 8, 13, 16, 31, 32, 63, 64)
+        for model in MODELS_ALL)
 ]
 
 
@@ -293,4 +296,20 @@ def test_every_output_is_in_the_table_and_labelled(lang: str) -> None:
 
 def test_canonical_state_of_the_default_is_the_seed_preset() -> None:
     assert canonical(p3d.CONTROLS, defaults(p3d.CONTROLS)) == {
-        "tp_on": "1", "pp_on": "1", "zero_on": "1", "dp": "8", "model": "llama2-7b"}
+        "tp_on": "1", "pp_on": "1", "zero_on": "1", "dp": "8", "model": "llama2-7b", "recipe": "zero-paper"}
+
+
+def test_precision_recipe_changes_the_state_and_nothing_else() -> None:
+    """Megatron-LM's bf16 recipe keeps 4-byte gradients: at the default 8 × 4 × 8 with
+    ZeRO-1 each GPU holds (2 + 4 + 12/8)Ψ/32 instead of (2 + 2 + 12/8)Ψ/32; FP8 with BF16
+    moments (2 + 4 + 8/8); times and the bubble do not change."""
+    from widgets.figures._common import SHARDED_RECIPES
+    from calc.precision import recipe_bytes
+
+    _, base = evaluate("parallel3d", {})
+    psi = base["state_per_gpu_bytes"] / ((2 + 2 + 12 / 8) / 32)
+    for recipe, per_param in (("megatron-bf16", 2 + 4 + 12 / 8), ("fp8-deepseek", 2 + 4 + 8 / 8)):
+        _, v = evaluate("parallel3d", {"recipe": recipe})
+        assert v["state_per_gpu_bytes"] == pytest.approx(per_param * psi / 32)
+        assert (v["train_time"], v["bubble"]) == (base["train_time"], base["bubble"])
+    assert all(recipe_bytes(r).weights == 2 for r in SHARDED_RECIPES)

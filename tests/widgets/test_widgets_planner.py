@@ -108,6 +108,7 @@ ALTERNATIVES = {
     "recompute": "full",
     "sequence_parallel": "1",
     "context_parallel": "1",
+    "recipe": "megatron-bf16",
 }
 
 
@@ -295,3 +296,23 @@ def test_the_sentence_reads_differently_when_the_meaning_changes(raw: dict[str, 
 
 
 MODEL_NAMES = {k: m.name for k, m in w.MODEL_TABLE.items()}
+
+
+def test_precision_recipe_adds_state_and_never_makes_more_layouts_fit() -> None:
+    """Megatron-LM's bf16 recipe (4-byte gradients, calc.precision) needs more memory than
+    the ZeRO paper's 16 bytes for every layout, so at most as many layouts fit; the times
+    of a layout that fits in both do not change."""
+    _, base = evaluate("planner", {})
+    _, bf16 = evaluate("planner", {"recipe": "megatron-bf16"})
+    assert bf16["feasible_count"] <= base["feasible_count"]
+    from widgets.framework.spec import parse_state
+
+    p16 = w.plan_of(parse_state(w.CONTROLS, {}))
+    p18 = w.plan_of(parse_state(w.CONTROLS, {"recipe": "megatron-bf16"}))
+    by_key = {(x.tp, x.cp, x.pp, x.dp, x.ep, x.zero_stage, x.micro_batch): x for x in p16.layouts}
+    for x in p18.layouts:
+        y = by_key[(x.tp, x.cp, x.pp, x.dp, x.ep, x.zero_stage, x.micro_batch)]
+        if x.evaluated and y.evaluated:
+            assert x.state_bytes >= y.state_bytes
+            if x.fits and y.fits:
+                assert x.step_s == y.step_s

@@ -179,3 +179,104 @@ def test_render_of_the_largest_schedule_stays_fast() -> None:
     for _ in range(5):
         pp.render(st, values, loc)
     assert (time.perf_counter() - start) / 5 < 0.1
+
+
+# -- zero-bubble schedules and DualPipe (Qi et al. 2024; DeepSeek-V3 Table 2) -------------
+SPLIT = ("zb-h1", "zb-h2", "dualpipe")
+
+
+def test_default_stays_gpipe_and_new_outputs_are_defined_everywhere() -> None:
+    st, values = evaluate("pp", {})
+    assert st["schedule"] == "gpipe"
+    assert values["bubble_units"] == values["bubble_units_formula"] == 9  # (p − 1)(F + B)
+    assert values["param_copies"] == 1 and values["in_flight_max"] == 4
+    for schedule in ("gpipe", "1f1b", "interleaved", *SPLIT):
+        for p, m in SWEEP:
+            _, out = evaluate("pp", state(p, m, schedule))
+            assert set(out) == set(pp.OUTPUTS), (schedule, p, m)
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "zb-h2"])
+def test_zero_bubble_matches_the_papers_formula_once_m_is_large_enough(schedule: str) -> None:
+    """ZB-H1: (p − 1)(T_F + T_B − T_W) = p − 1 units for m ≥ p; ZB-H2: 0 for m ≥ 2p − 1
+    (the period of overlapping steps), with T_F = T_B = T_W = 1 unit."""
+    need = {"zb-h1": lambda p: p, "zb-h2": lambda p: 2 * p - 1}[schedule]
+    for p, m in SWEEP:
+        _, v = evaluate("pp", state(p, m, schedule))
+        if m >= need(p):
+            assert v["bubble_units"] == v["bubble_units_formula"] == (p - 1 if schedule == "zb-h1" else 0), (p, m)
+        assert v["busy_units"] == 3 * m
+
+
+def test_split_schedules_hold_the_papers_activations() -> None:
+    for p, m in SWEEP:
+        assert evaluate("pp", state(p, m, "zb-h1"))[1]["in_flight_max"] == min(p, m)
+        assert evaluate("pp", state(p, m, "zb-h2"))[1]["in_flight_max"] == min(2 * p - 1, m)
+        _, v = evaluate("pp", state(p, m, "dualpipe"))
+        assert v["in_flight_max"] == v["stages_simulated"] + 1
+        assert v["param_copies"] == 2
+
+
+def test_dualpipe_doubles_parameters_and_layers_per_gpu() -> None:
+    gpipe = evaluate("pp", state(4, 8))[1]
+    dual = evaluate("pp", state(4, 8, "dualpipe"))[1]
+    assert dual["state_per_gpu_bytes"] == 2 * gpipe["state_per_gpu_bytes"]
+    assert dual["layers_per_gpu"] == 2 * gpipe["layers_per_gpu"] == 16
+    html = render_output("pp", state(4, 8, "dualpipe"), locale("id")).html
+    assert "GPU 0 memegang L0–7, 24–31" in html  # stage 0 and stage p − 1 (too long for the row)
+
+
+@pytest.mark.parametrize(("p", "m", "p2", "m2"), [(4, 4, 4, 8), (3, 5, 4, 8), (1, 1, 2, 4), (7, 32, 8, 32),
+                                                  (8, 17, 8, 18), (4, 8, 4, 8)])
+def test_dualpipe_simulates_the_nearest_valid_pipeline_and_says_so(p: int, m: int, p2: int, m2: int) -> None:
+    for lang, text in (("id", f"yang disimulasikan di sini p = {p2}, m = {m2}"), ("zh", f"这里模拟的是 p = {p2}、m = {m2}")):
+        out = render_output("pp", state(p, m, "dualpipe"), locale(lang))
+        assert out.ok
+        assert (out.values["stages_simulated"], out.values["microbatches_simulated"]) == (p2, m2)
+        assert (text in out.html) == ((p, m) != (p2, m2))
+        assert len(re.findall(r'<rect class="w-pp-w', timeline(out.html))) == p2 * m2
+
+
+@pytest.mark.parametrize("schedule", SPLIT)
+def test_split_timeline_draws_f_b_and_w_once_per_pass(schedule: str) -> None:
+    for p, m in [(4, 8), (8, 16), (2, 4), (6, 12)]:
+        out = render_output("pp", state(p, m, schedule), locale("zh"))
+        html = timeline(out.html)
+        for kind in "fbw":
+            assert len(re.findall(rf'<rect class="w-pp-{kind}[ "]', html)) == p * m, (kind, p, m)
+        assert "W：对权重的梯度" in out.html and "B：对输入的梯度" in out.html
+        pairs = len(re.findall(r'class="w-pp-ref w-pp-pair"', html))
+        assert pairs == (len(pipeline_spans(p, m)) if schedule == "dualpipe" else 0)
+
+
+def pipeline_spans(p: int, m: int) -> list:
+    from calc.pipeline import overlapped_spans
+    return overlapped_spans(pp=p, microbatches=m, fwd=pp.FWD, bwd=pp.BWD, wgrad=pp.WGRAD)
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize(("p", "m", "schedule"), [
+    (4, 8, "zb-h1"), (8, 5, "zb-h1"), (4, 8, "zb-h2"), (4, 4, "zb-h2"), (8, 32, "zb-h2"), (4, 8, "dualpipe"),
+    (8, 16, "dualpipe"), (2, 4, "dualpipe"),
+])
+def test_split_sentence_states_simulated_and_formula(lang: str, p: int, m: int, schedule: str) -> None:
+    loc = locale(lang)
+    out = render_output("pp", state(p, m, schedule), loc)
+    text = sentence(out.html)
+    for key in ("bubble_units", "bubble_units_formula", "in_flight_max"):
+        assert loc.format(pp.OUTPUTS[key], out.values[key]) in text, (key, text)
+    cards = re.findall(r'data-out="(\w+)"', out.html.split('<figure')[0])
+    assert "bubble_units" in cards and "bubble_units_formula" in cards
+    assert ("param_copies" in cards) == (schedule == "dualpipe")
+    if schedule == "dualpipe" and p > 2:
+        assert ("lebih kecil dari rumus Tabel 2" if lang == "id" else "小于表 2 的公式") in text
+
+
+def test_split_sentences_change_with_the_meaning() -> None:
+    loc = locale("id")
+    assert "sama dengan rumus (p − 1)(T_F + T_B − T_W) = 3" in sentence(render_output("pp", state(4, 8, "zb-h1"), loc).html)
+    assert "mengandaikan m ≥ 8" in sentence(render_output("pp", state(8, 5, "zb-h1"), loc).html)
+    assert "mengandaikan m ≥ 7" in sentence(render_output("pp", state(4, 4, "zb-h2"), loc).html)
+    zb2 = sentence(render_output("pp", state(4, 8, "zb-h2"), loc).html)
+    assert "menganggur 0 unit" in zb2 and "sampai 7 micro-batch" in zb2
+    assert "memegang 2× parameter" in sentence(render_output("pp", state(4, 8, "dualpipe"), loc).html)

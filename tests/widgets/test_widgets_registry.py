@@ -9,7 +9,7 @@ import pytest
 from widgets import REGISTRY
 from widgets.framework.core import render_output
 from widgets.build.native import locale
-from widgets.framework.spec import Choice, Range, defaults, edge_states
+from widgets.framework.spec import Choice, Number, Range, defaults, edge_states
 
 
 def figure(html: str) -> str:
@@ -19,7 +19,7 @@ def figure(html: str) -> str:
 
 
 def alternatives(control) -> list:
-    if isinstance(control, Range):
+    if isinstance(control, (Range, Number)):
         return [control.lo, control.hi]
     if isinstance(control, Choice):
         return list(control.options)

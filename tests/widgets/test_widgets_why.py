@@ -95,3 +95,35 @@ def test_figure_is_an_accessible_svg_with_a_text_alternative() -> None:
     html = render_output("why", {}, locale("id")).html
     assert '<svg class="w-figure"' in html and 'role="img"' in html
     assert re.search(r"<title id=\"w-why-mem-t\">[^<]+</title><desc id=\"w-why-mem-d\">[^<]*107,8 GB.*<desc id=\"w-why-time-d\">[^<]*17,1 tahun", html)
+
+
+@pytest.mark.parametrize(("recipe", "per_param"), [("zero-paper", 16), ("megatron-bf16", 18),
+                                                   ("fp8-deepseek", 14), ("fp32", 16)])
+def test_precision_recipe_sets_the_bytes_per_parameter(recipe: str, per_param: float) -> None:
+    """ZeRO Sec. 3.1's 16, Megatron-LM's bf16 with fp32 gradients 18 (Megatron-Core's
+    distributed-optimizer table), DeepSeek-V3's BF16 Adam moments 14 (Sec. 3.3.3), fp32 16;
+    the parts follow calc.precision and only the state changes, not the compute."""
+    from calc.precision import recipe_bytes
+
+    _, v = evaluate("why", {"recipe": recipe})
+    _, default = evaluate("why", {})
+    parts = recipe_bytes(recipe)
+    assert v["bytes_per_param"] == per_param
+    assert v["state_bytes"] == pytest.approx(per_param * v["params"])
+    assert (v["weights_bytes"], v["grads_bytes"]) == (parts.weights * v["params"], parts.grads * v["params"])
+    assert v["flops"] == default["flops"] and v["time_1024"] == default["time_1024"]
+
+
+def test_realistic_companion_counts_attention_at_the_chosen_mfu() -> None:
+    """The lighter bars: PaLM's model FLOP (calc.utilization) at peak × MFU; halving the
+    MFU doubles the time, an H100 (989 TFLOP/s) beats an A100 (312) by their ratio."""
+    from calc.utilization import model_flops_per_token
+
+    _, v = evaluate("why", {})
+    assert v["model_flops"] == pytest.approx(model_flops_per_token(why.MODELS["llama2-7b"]) * 2e12)
+    assert v["flops_over_6n"] == pytest.approx(1.140, abs=5e-4)
+    assert v["mfu_time_1024"] == pytest.approx(v["model_flops"] / (1024 * 312e12 * 0.40))
+    _, half = evaluate("why", {"mfu": "0.2"})
+    assert half["mfu_time_64"] == pytest.approx(2 * v["mfu_time_64"])
+    _, h100 = evaluate("why", {"gpu": "h100-sxm"})
+    assert v["mfu_time_1"] / h100["mfu_time_1"] == pytest.approx(989 / 312)

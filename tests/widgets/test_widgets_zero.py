@@ -1,6 +1,8 @@
 """Widget `zero` reproduces the seed explainer's step 3 (WIDGETS.md, row `zero`) and the
 ZeRO paper's claims: memory falls with every stage and every GPU added; stages 1–2
-cost what data parallelism costs, stage 3 half as much again."""
+cost what data parallelism costs, stage 3 half as much again. Its offload control
+follows ZeRO-Offload / ZeRO-Infinity and DeepSpeed's rules, and it prints DeepSpeed's
+own estimator table for the run (calc.offload)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import re
 
 import pytest
 
-from calc.models import MODELS
+from calc import offload as ds
+from calc.models import MODELS, param_count
 from widgets.figures import zero
 from widgets.framework.core import evaluate, format_value, render_output
 from widgets.build.native import locale
@@ -137,3 +140,126 @@ def test_figure_says_whether_it_fits() -> None:
     over = render_output("zero", {"stage": "0"}, loc).html
     assert "107,8 GB: tidak muat" in over and 'class="w-over"' in over
     assert re.search(r'<desc id="w-zero-mem-d">[^<]*37,1 GB[^<]*80 GB[^<]*107,8 GB', render_output("zero", {}, loc).html)
+
+
+# -- offload and DeepSpeed's estimator --------------------------------------------------
+PSI = param_count(MODELS["llama2-7b"])
+LAYER = 32_000 * 4_096  # Llama 2 7B's largest module: the embedding (and the untied head)
+
+
+def test_default_state_offloads_nothing() -> None:
+    v = values()
+    assert v["offload_applied"] == 1 and v["cpu_state_bytes"] == 0 and v["pcie_bytes"] == 0
+    assert v["gpu_state_bytes"] == v["state_per_gpu_bytes"]
+
+
+@pytest.mark.parametrize("stage", ["1", "2", "3"])
+def test_optimizer_offload_leaves_the_fp16_weights_on_the_gpu(stage: str) -> None:
+    """ZeRO-Offload (Ren et al. 2021, Sec. 4.1-4.2): fp16 weights stay, (2 + 12)Ψ/N goes to the CPU."""
+    v = values(stage=stage, offload="optimizer")
+    assert v["gpu_state_bytes"] == v["weights_per_gpu_bytes"]
+    assert v["cpu_state_bytes"] == pytest.approx(14 * PSI / 8)
+    assert v["cpu_node_bytes"] == pytest.approx(14 * PSI)  # one node of 8 GPUs
+    assert v["pcie_bytes"] == pytest.approx(4 * PSI / 8)
+    assert v["pcie_time"] == pytest.approx(v["pcie_bytes"] / v["pcie_bytes_per_s"])
+
+
+def test_param_offload_empties_the_gpu_with_zero3_only() -> None:
+    v = values(stage="3", offload="optimizer_params")
+    assert v["gpu_state_bytes"] == 0 and v["cpu_state_bytes"] == pytest.approx(v["state_per_gpu_bytes"])
+    assert v["pcie_bytes"] == pytest.approx(6 * PSI / 8)
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize(("state", "note"), [
+    ({"stage": "0", "offload": "optimizer"}, "zero.offload.note_stage0"),
+    ({"stage": "0", "offload": "optimizer_params"}, "zero.offload.note_stage0"),
+    ({"stage": "1", "offload": "optimizer_params"}, "zero.offload.note_params"),
+    ({"stage": "2", "offload": "optimizer_params"}, "zero.offload.note_params"),
+])
+def test_an_offload_deepspeed_refuses_is_not_applied_and_the_widget_says_why(state: dict, note: str, lang: str) -> None:
+    """DeepSpeed's config rules (docs/_pages/config-json.md): CPU offload of the optimizer
+    with stages 1-3, offload_param with stage 3 only."""
+    loc = locale(lang)
+    out = render_output("zero", state, loc)
+    assert out.ok and out.values["offload_applied"] == 0
+    assert loc.h(note, stage=loc.integer(int(state["stage"]))) in out.html
+    fallback = values(stage=state["stage"], offload="none" if state["stage"] == "0" else "optimizer")
+    assert {k: out.values[k] for k in fallback if k != "offload_applied"} == \
+        {k: v for k, v in fallback.items() if k != "offload_applied"}
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("n", [1, 8, 12, 64])
+def test_offloading_never_raises_the_gpu_bytes(model: str, n: int) -> None:
+    for stage in STAGES:
+        base = values(gpus=n, stage=stage, model=model)["gpu_state_bytes"]
+        for where in ds.OFFLOADS:
+            v = values(gpus=n, stage=stage, model=model, offload=where)
+            assert v["gpu_state_bytes"] <= base
+            assert v["fits"] == (v["gpu_state_bytes"] <= v["gpu_memory_bytes"])
+
+
+@pytest.mark.parametrize(("stage", "where", "row"), [
+    ("3", "optimizer_params", 0), ("3", "optimizer", 2), ("3", "none", 4), ("2", "optimizer", 0), ("1", "none", 1),
+])
+def test_deepspeed_printout_is_the_estimators_table_with_the_run_marked(stage: str, where: str, row: int) -> None:
+    html = render_output("zero", {"stage": stage, "offload": where}, locale("id")).html
+    v = values(stage=stage, offload=where)
+    if stage == "3":
+        table = ds.zero3_table(params=PSI, largest_layer_params=LAYER, gpus_per_node=8, nodes=1)
+        assert "SW: Model with 6738M total params, 131M largest layer params." in html
+    else:
+        table = ds.zero2_table(params=PSI, gpus_per_node=8, nodes=1)
+    printout = re.search(r"<pre><code>(.*?)</code></pre>", html, re.S).group(1)
+    lines = printout.split("\n")
+    assert lines[1] == "HW: Setup with 1 node, 8 GPUs per node." and lines[3] == "  per CPU  |  per GPU |   Options"
+    for i, r in enumerate(table):
+        text = r.printed().rstrip()
+        assert lines[4 + i] == (f"<mark>{text}</mark>" if i == row else text)
+    assert v["ds_gpu_gib"] == table[row].estimate.gpu_gib and v["ds_cpu_gib"] == table[row].estimate.cpu_gib
+
+
+def test_deepspeed_zero3_on_64_gpus_is_eight_nodes() -> None:
+    v = values(gpus=64, stage="3")
+    est = ds.zero3_estimate(params=PSI, largest_layer_params=LAYER, gpus_per_node=8, nodes=8,
+                            offload_optimizer=False, offload_param=False)
+    assert (v["gpus_per_node"], v["nodes"]) == (8, 8)
+    assert v["ds_gpu_gib"] == est.gpu_gib
+    assert "HW: Setup with 8 nodes, 8 GPUs per node." in render_output("zero", {"gpus": 64, "stage": "3"}, locale("zh")).html
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize("state", [
+    {"stage": "2", "offload": "optimizer"}, {"stage": "3", "offload": "optimizer_params", "gpus": 16},
+    {"stage": "3", "offload": "optimizer", "model": "llama2-70b", "gpus": 1},
+])
+def test_offload_sentence_and_comparison_state_the_current_numbers(lang: str, state: dict) -> None:
+    loc = locale(lang)
+    out = render_output("zero", state, loc)
+    for key in ("gpu_state_bytes", "cpu_state_bytes", "cpu_node_bytes", "pcie_bytes", "pcie_time",
+                "ds_gpu_gib", "ds_cpu_gib", "book_gpu_gib", "book_cpu_node_gib"):
+        assert loc.format(zero.OUTPUTS[key], out.values[key]) in out.html, key
+    if state["stage"] == "3":
+        assert loc.format("count", out.values["largest_layer_params"]) in out.html
+
+
+def test_stage_0_has_no_deepspeed_estimator() -> None:
+    loc = locale("id")
+    out = render_output("zero", {"stage": "0"}, loc)
+    assert loc.h("zero.ds.stage0") in out.html and "<pre>" not in out.html
+
+
+@pytest.mark.parametrize("gpus", [1, 8, 64])
+def test_megatron_recipe_at_stage_1_is_the_distributed_optimizers_6_plus_12_over_d(gpus: int) -> None:
+    """The recipe control: Megatron-LM's bf16 with fp32 gradients under ZeRO-1 is its
+    distributed optimizer, 6 + 12/d bytes per parameter (Megatron-Core's
+    dist_optimizer.md table); with the optimizer offloaded, the CPU takes (4 + 12)Ψ/d."""
+    _, v = evaluate("zero", {"gpus": gpus, "stage": "1", "recipe": "megatron-bf16"})
+    psi = v["weights_bytes"] / 2
+    assert v["state_per_gpu_bytes"] == pytest.approx((6 + 12 / gpus) * psi)
+    assert v["grads_bytes"] == 4 * psi and v["reduction"] == pytest.approx(18 / (6 + 12 / gpus))
+    if gpus > 1:
+        _, off = evaluate("zero", {"gpus": gpus, "stage": "1", "recipe": "megatron-bf16", "offload": "optimizer"})
+        assert off["cpu_state_bytes"] == pytest.approx(16 * psi / gpus)
+        assert off["pcie_bytes"] == pytest.approx((4 + 2) * psi / gpus)

@@ -5,12 +5,27 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from calc.models import DEFAULT_MODEL, MODELS, param_count
+from calc.precision import recipe_bytes
 
 from ..framework.html import details_table
 from ..framework.locale import Locale
 from ..framework.spec import Choice
 
 MODEL = Choice("model", tuple(MODELS), DEFAULT_MODEL, labels={k: m.name for k, m in MODELS.items()})
+
+# The mixed-precision recipes (calc.precision.RECIPES) that the widgets with ZeRO and
+# model parallelism offer. All keep 2-byte weights, so a recipe changes the gradient
+# buffer and K: the ZeRO paper's 2 + 2 + 12 (the default, the seed's), Megatron-LM's bf16
+# with fp32 gradients 2 + 4 + 12, DeepSeek-V3's FP8 with BF16 moments 2 + 4 + 8.
+# Megatron-LM's distributed optimizer is the bf16 recipe with ZeRO-1: 6 + 12/d.
+SHARDED_RECIPES = ("zero-paper", "megatron-bf16", "fp8-deepseek")
+RECIPE = Choice("recipe", SHARDED_RECIPES, "zero-paper")
+
+
+def recipe_args(state: Mapping[str, Any]) -> dict[str, float]:
+    """The state's recipe as calc's ``grad_bytes`` and ``optimizer_bytes`` (K)."""
+    parts = recipe_bytes(state["recipe"])
+    return {"grad_bytes": parts.grads, "optimizer_bytes": parts.optimizer}
 
 
 def model_params(state: Mapping[str, Any]) -> tuple[Any, int]:

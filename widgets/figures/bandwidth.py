@@ -1,13 +1,17 @@
-"""Widget `bandwidth`: the benchmark arithmetic of NVIDIA's nccl-tests.
+"""Widget `bandwidth`: the benchmark arithmetic of NVIDIA's nccl-tests, and the α–β
+model that says what the measurement could have been.
 
 Controls: the collective, the number of ranks n, the message size S and the measured
-time t. Outputs (nccl-tests, doc/PERFORMANCE.md): the algorithm bandwidth
+time t, typed as nccl-tests prints them (`8G`, `47535` µs, any n), and the link. Outputs (nccl-tests, doc/PERFORMANCE.md): the algorithm bandwidth
 algbw = S / t and the bus bandwidth busbw = algbw × factor, the factor being 2(n−1)/n
 for all-reduce, (n−1)/n for all-gather, reduce-scatter and all-to-all (and scatter,
 gather), 1 for broadcast and reduce: `calc.collectives.algbw`, `busbw`, `bus_factor`.
 busbw is the rate each GPU's own link had to sustain, independent of n, so it is the
 number to set against the hardware's peak. The figure draws algbw and busbw as bars on
-a log scale with reference lines at NVLink 4 and InfiniBand NDR (`calc.hardware`).
+a log scale with reference lines at NVLink 4 and InfiniBand NDR (`calc.hardware`), and,
+below, the α–β time T = k·α + c·S/β of each algorithm of the collective against the
+message size (`calc.latency`), with the measured (S, t) on it, the latency floor and
+the size S* where the bandwidth-optimal algorithm's latency and bandwidth terms are equal.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ import math
 from typing import Any, Mapping
 
 from calc import collectives as coll
+from calc import latency as lat
+from calc._check import MAX_GPUS
 from calc.hardware import GPUS_PER_NODE, INTERCONNECTS
 
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
-from ..framework.spec import Choice, NumberChoice
+from ..framework.spec import Choice, Number
 from ._common import all_values_table, output_label
 from .hardware import FineLocale, join_sentences
 
@@ -28,20 +34,19 @@ NAME = "bandwidth"
 NVLINK = INTERCONNECTS["nvlink4"]  # the fastest link of a GPU (inside a node)
 IB = INTERCONNECTS["ib-ndr"]  # one 400 Gb/s adapter per GPU (between nodes)
 
-# Message sizes: powers of ten, 1 kB … 100 GB; times: 1-2-5 steps, 1 µs … 100 s.
-SIZES = {f"1e{k}": label for k, label in zip(range(3, 12), (
-    "1 kB", "10 kB", "100 kB", "1 MB", "10 MB", "100 MB", "1 GB", "10 GB", "100 GB"))}
-TIMES = tuple(f"{m}e{k}" if k < 0 else str(m * 10**k) for k in range(-6, 2) for m in (1, 2, 5)) + ("100",)
-RANKS = ("2", "3", "4", "5", "6", "7", "8", "16", "32", "64", "128", "256", "512", "1024")
+LINKS = ("nvlink4", "ib-ndr")  # β from calc.hardware, α from NCCL's model (calc.latency)
 # The factor as nccl-tests writes it (calc.collectives.bus_factor computes it).
 FACTOR_TEXT = {"all_reduce": "2(n − 1)/n", "broadcast": "1", "reduce": "1"}
 ROOT_OPS = ("broadcast", "reduce")  # factor 1: all data leaves or reaches one root
 
 CONTROLS = (
     Choice("op", coll.OPS, "all_reduce"),
-    NumberChoice("ranks", RANKS, "8"),
-    NumberChoice("size_bytes", tuple(SIZES), "1e9", labels=SIZES),
-    NumberChoice("time_s", TIMES, "1e-2"),
+    Number("ranks", "count", 2, MAX_GPUS, 8),
+    # 1 B … 1 TB; nccl-tests sizes (`8G` = 8·2^30) and the book's (`1e9`) both read.
+    Number("size_bytes", "bytes", 1, 1e12, 10**9),
+    # nccl-tests' time column, µs: 10 ns … 100 s; `time_s=1e-2` (seconds) still reads.
+    Number("time_us", "us", 0.01, 1e8, 10000.0, aliases={"time_s": 1e6}),
+    Choice("link", LINKS, "nvlink4"),
 )
 
 OUTPUTS: dict[str, str] = {
@@ -55,14 +60,50 @@ OUTPUTS: dict[str, str] = {
     "ranks": "integer",
     "nvlink_bytes_per_s": "bytes_per_s",
     "ib_bytes_per_s": "bytes_per_s",
+    # the α–β model of the chosen collective on the chosen link (calc.latency)
+    "alpha_s": "seconds",
+    "link_bytes_per_s": "bytes_per_s",
+    "model_s": "seconds",
+    "latency_floor_s": "seconds",
+    "crossover_bytes": "bytes",
+    "measured_over_model": "ratio",
+    # all-reduce of S on n ranks by each algorithm (what the chapters quote)
+    "ring_s": "seconds",
+    "recursive_doubling_s": "seconds",
+    "rabenseifner_s": "seconds",
+    "tree_s": "seconds",
+    "nvls_s": "seconds",
+    "ring_crossover_bytes": "bytes",
+    "ring_latency_fraction": "fraction",
 }
+
+
+def link_model(state: Mapping[str, Any]) -> dict[str, float]:
+    """α and β of the chosen link."""
+    return {"alpha_s": lat.LINK_ALPHA_S[state["link"]], "bytes_per_s": INTERCONNECTS[state["link"]].bytes_per_s}
+
+
+def bandwidth_optimal(op: str, n: int) -> str:
+    """The algorithm of `op` that sends the fewest bytes per rank (the first on a tie):
+    the one whose crossover size S* says when latency stops dominating."""
+    return min(lat.ALGORITHMS[op], key=lambda alg: lat.cost(op, alg, ranks=n, size_bytes=1.0, alpha_s=0.0,
+                                                             bytes_per_s=1.0).wire_factor)
+
+
+def nvls_applies(state: Mapping[str, Any]) -> bool:
+    """NCCL runs NVLink SHARP for all-reduce inside one NVLink domain (calc.latency)."""
+    return state["op"] == "all_reduce" and state["link"] == "nvlink4" and int(state["ranks"]) <= GPUS_PER_NODE
 
 
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     """All outputs for a validated state, in SI units (bytes, seconds, bytes/s)."""
     op, n = state["op"], int(state["ranks"])
-    size, time = float(state["size_bytes"]), float(state["time_s"])
+    size, time = float(state["size_bytes"]), float(state["time_us"]) / 1e6
     bus = coll.busbw(op, ranks=n, size_bytes=size, time_s=time)
+    link = link_model(state)
+    model = min(lat.costs(op, ranks=n, size_bytes=size, **link), key=lambda c: c.time_s)
+    ring = {c.algorithm: c for c in lat.costs("all_reduce", ranks=n, size_bytes=size, **link)}
+    nvls = lat.nvls_all_reduce(ranks=n, size_bytes=size, bytes_per_s=link["bytes_per_s"])
     return {
         "algbw": coll.algbw(size, time),
         "busbw": bus,
@@ -74,6 +115,19 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "ranks": n,
         "nvlink_bytes_per_s": NVLINK.bytes_per_s,
         "ib_bytes_per_s": IB.bytes_per_s,
+        "alpha_s": link["alpha_s"],
+        "link_bytes_per_s": link["bytes_per_s"],
+        "model_s": model.time_s,
+        "latency_floor_s": lat.latency_floor_s(op, ranks=n, alpha_s=link["alpha_s"]),
+        "crossover_bytes": lat.crossover_bytes(op, bandwidth_optimal(op, n), ranks=n, **link),
+        "measured_over_model": time / model.time_s,
+        "ring_s": ring["ring"].time_s,
+        "recursive_doubling_s": ring["recursive_doubling"].time_s,
+        "rabenseifner_s": ring["rabenseifner"].time_s,
+        "tree_s": ring["tree"].time_s,
+        "nvls_s": nvls.time_s,
+        "ring_crossover_bytes": lat.crossover_bytes("all_reduce", "ring", ranks=n, **link),
+        "ring_latency_fraction": ring["ring"].latency_s / ring["ring"].time_s,
     }
 
 
@@ -104,13 +158,42 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
                   factor_eq=factor if op in ROOT_OPS else f"{formula} = {factor}",
                   nvlink=f["nvlink_bytes_per_s"], ib=f["ib_bytes_per_s"], pct_nvlink=f["busbw_over_nvlink"],
                   over_ib=f["busbw_over_ib"], gpus=loc.integer(GPUS_PER_NODE))
-    sentence = join_sentences(
-        loc.h("bandwidth.sentence", **common),
-        loc.h("bandwidth.why_root" if op in ROOT_OPS else "bandwidth.why", **common),
-        loc.h(f"bandwidth.regime_{regime(v)}", **common),
-    )
-    return (f'{cards}{figure(v, f, formula, loc)}<p class="w-sentence">{sentence}</p>'
+    curves = model_curves(state, v)
+    best = min(curves[:len(lat.ALGORITHMS[op])], key=lambda c: c[1])[0]
+    n = int(state["ranks"])
+    model = dict(link=loc.t(f"hardware.short.{state['link'].replace('-', '_')}"), alpha=f["alpha_s"],
+                 beta=f["link_bytes_per_s"], op=op_name, best=algorithm_name(best, loc), model=f["model_s"],
+                 ratio=f["measured_over_model"], floor=f["latency_floor_s"], crossover=f["crossover_bytes"],
+                 cross_alg=algorithm_name(bandwidth_optimal(op, n), loc), nvls=f["nvls_s"])
+    parts = [loc.h("bandwidth.sentence", **common),
+             loc.h("bandwidth.why_root" if op in ROOT_OPS else "bandwidth.why", **common),
+             loc.h(f"bandwidth.regime_{regime(v)}", **common),
+             loc.h("bandwidth.model", **model)]
+    if nvls_applies(state):
+        parts.append(loc.h("bandwidth.model_nvls", **model))
+    sentence = join_sentences(*parts)
+    return (f'{cards}{figure(state, v, f, formula, curves, loc)}<p class="w-sentence">{sentence}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
+
+
+def algorithm_name(algorithm: str, loc: Locale) -> str:
+    return loc.t(f"bandwidth.algorithms.{algorithm}")
+
+
+def model_curves(state: Mapping[str, Any], v: Mapping[str, float]) -> list[tuple[str, float, Any]]:
+    """(algorithm, α–β time at S, T(S) as a function) for each algorithm of the op, NVLS
+    last where NCCL would run it."""
+    op, n = state["op"], int(state["ranks"])
+    link = link_model(state)
+    size = float(state["size_bytes"])
+
+    def of(alg: str) -> Any:
+        if alg == "nvls":
+            return lambda s: lat.nvls_all_reduce(ranks=n, size_bytes=s, bytes_per_s=link["bytes_per_s"]).time_s
+        return lambda s: lat.cost(op, alg, ranks=n, size_bytes=s, **link).time_s
+
+    algs = list(lat.ALGORITHMS[op]) + (["nvls"] if nvls_applies(state) else [])
+    return [(alg, of(alg)(size), of(alg)) for alg in algs]
 
 
 # -- the figure -------------------------------------------------------------------------
@@ -136,7 +219,8 @@ def _x(value: float, lo: int, hi: int) -> float:
     return AXIS_X + AXIS_W * (math.log10(value) - lo) / (hi - lo)
 
 
-def _bars_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str, desc: str) -> str:
+def _bars_svg(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str], curves: list, loc: FineLocale,
+              title: str, desc: str) -> str:
     lo, hi = _decades(v)
     per_decade = AXIS_W / (hi - lo)
     every = max(1, math.ceil(MIN_TICK_GAP / per_decade))
@@ -168,24 +252,101 @@ def _bars_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: 
             f' text-anchor="{"end" if right else "start"}">{esc(name)} {esc(f[key])}</text>'
         )
     parts.append(f'<line class="w-grid" x1="{AXIS_X}" y1="26" x2="{AXIS_X}" y2="{AXIS_Y}"/>')
-    return svg("w-bw-bars", WIDTH, AXIS_Y + 17, "".join(parts), title, desc)
+    parts.append(_model_svg(state, v, curves, loc))
+    return svg("w-bw-bars", WIDTH, PLOT_Y1 + 17, "".join(parts), title, desc)
 
 
-def figure(v: Mapping[str, float], f: Mapping[str, str], formula: str, loc: Locale) -> str:
+# The α–β panel, below the bars in the same SVG: time against message size, both log.
+MODEL_TOP = AXIS_Y + 40  # the panel's heading sits just above
+PLOT_Y0, PLOT_Y1 = MODEL_TOP + 10, MODEL_TOP + 150
+POINTS = 33  # samples per curve, log-spaced
+MIN_Y_TICK_GAP = 16
+
+
+def _model_decades(state: Mapping[str, Any], v: Mapping[str, float], curves: list) -> tuple[int, int, int, int]:
+    """(x_lo, x_hi, y_lo, y_hi) powers of ten: S and S* inside with room either side,
+    every curve, the floor and the measured time inside."""
+    size, cross = float(state["size_bytes"]), v["crossover_bytes"]
+    x_lo = max(0, math.floor(math.log10(min(size, cross))) - 2)
+    x_hi = max(math.ceil(math.log10(max(size, cross))) + 1, x_lo + 3)
+    lows = [fn(10.0 ** x_lo) for _, _, fn in curves] + [v["latency_floor_s"], v["time_s"]]
+    highs = [fn(10.0 ** x_hi) for _, _, fn in curves] + [v["time_s"]]
+    y_lo = math.floor(math.log10(min(lows)))
+    y_hi = max(math.ceil(math.log10(max(highs))), y_lo + 2)
+    return x_lo, x_hi, y_lo, y_hi
+
+
+def _model_svg(state: Mapping[str, Any], v: Mapping[str, float], curves: list, loc: FineLocale) -> str:
+    L = lambda key, **kw: loc.t(f"bandwidth.figure.{key}", **kw)  # noqa: E731
+    x_lo, x_hi, y_lo, y_hi = _model_decades(state, v, curves)
+
+    def px(size: float) -> float:
+        return AXIS_X + AXIS_W * (math.log10(size) - x_lo) / (x_hi - x_lo)
+
+    def py(seconds: float) -> float:
+        return PLOT_Y1 - (PLOT_Y1 - PLOT_Y0) * (math.log10(seconds) - y_lo) / (y_hi - y_lo)
+
+    parts = [f'<text class="w-fig-note w-bw-panel" x="{AXIS_X}" y="{MODEL_TOP - 4}">{esc(L("model_heading"))}</text>']
+    every_x = max(1, math.ceil(MIN_TICK_GAP / (AXIS_W / (x_hi - x_lo))))
+    for k in range(x_lo, x_hi + 1):
+        x = px(10.0 ** k)
+        parts.append(f'<line class="w-grid" x1="{num(x)}" y1="{PLOT_Y0}" x2="{num(x)}" y2="{PLOT_Y1}"/>')
+        if (k - x_lo) % every_x == 0:
+            parts.append(f'<text class="w-fig-tick" x="{num(x)}" y="{PLOT_Y1 + 13}" text-anchor="middle">'
+                         f'{esc(loc.format("bytes", 10.0 ** k))}</text>')
+    every_y = max(1, math.ceil(MIN_Y_TICK_GAP / ((PLOT_Y1 - PLOT_Y0) / (y_hi - y_lo))))
+    for k in range(y_lo, y_hi + 1):
+        y = py(10.0 ** k)
+        parts.append(f'<line class="w-grid" x1="{AXIS_X}" y1="{num(y)}" x2="{AXIS_X + AXIS_W}" y2="{num(y)}"/>')
+        if (k - y_lo) % every_y == 0:
+            parts.append(f'<text class="w-fig-tick" x="{AXIS_X - 4}" y="{num(y + 3.5)}" text-anchor="end">'
+                         f'{esc(loc.time_tick(10.0 ** k))}</text>')
+    floor_y = py(v["latency_floor_s"])
+    cross_x = px(v["crossover_bytes"])
+    parts.append(f'<line class="w-bw-ref w-bw-floor" x1="{AXIS_X}" y1="{num(floor_y)}" x2="{AXIS_X + AXIS_W}"'
+                 f' y2="{num(floor_y)}" data-line="latency_floor_s"/>'
+                 f'<line class="w-bw-ref w-bw-cross" x1="{num(cross_x)}" y1="{PLOT_Y0}" x2="{num(cross_x)}"'
+                 f' y2="{PLOT_Y1}" data-line="crossover_bytes"/>'
+                 f'<text class="w-bw-label w-bw-cross" x="{num(cross_x + 3)}" y="{PLOT_Y0 + 9}">S*</text>')
+    for i, (alg, _, fn) in enumerate(curves):
+        sizes = [10.0 ** (x_lo + (x_hi - x_lo) * j / (POINTS - 1)) for j in range(POINTS)]
+        points = " ".join(f"{num(px(s))},{num(py(fn(s)))}" for s in sizes)
+        parts.append(f'<polyline class="w-bw-curve w-c{i + 1}" points="{points}" data-curve="{alg}"/>')
+    mx, my = px(float(state["size_bytes"])), py(v["time_s"])
+    parts.append(f'<circle class="w-bw-point" cx="{num(mx)}" cy="{num(my)}" r="4" data-point="measured"/>')
+    parts.append(f'<line class="w-grid" x1="{AXIS_X}" y1="{PLOT_Y0}" x2="{AXIS_X}" y2="{PLOT_Y1}"/>')
+    return "".join(parts)
+
+
+def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str], formula: str,
+           curves: list, loc: FineLocale) -> str:
     L = lambda key, **kw: loc.t(f"bandwidth.figure.{key}", **kw)  # noqa: E731
     factor = loc.sig(v["bus_factor"])
     heading = L("heading")
-    desc = L("desc", algbw=f["algbw"], busbw=f["busbw"], nvlink=f["nvlink_bytes_per_s"], ib=f["ib_bytes_per_s"])
+    desc = " ".join((
+        L("desc", algbw=f["algbw"], busbw=f["busbw"], nvlink=f["nvlink_bytes_per_s"], ib=f["ib_bytes_per_s"]),
+        L("model_desc", size=f["size_bytes"], time=f["time_s"], floor=f["latency_floor_s"],
+          crossover=f["crossover_bytes"]),
+    ))
     legend = (
         f'<li><span class="w-swatch w-c5"></span>{esc(L("algbw"))}</li>'
         f'<li><span class="w-swatch w-c6"></span>{esc(L("busbw", factor=factor, formula=formula))}</li>'
         f'<li><span class="w-swatch w-bw-line w-bw-nvlink"></span>{esc(L("nvlink", nvlink=f["nvlink_bytes_per_s"]))}</li>'
         f'<li><span class="w-swatch w-bw-line w-bw-ib"></span>{esc(L("ib", ib=f["ib_bytes_per_s"]))}</li>'
     )
+    model_legend = "".join(
+        f'<li><span class="w-swatch w-c{i + 1}"></span>{esc(algorithm_name(alg, loc))}: {esc(loc.format("seconds", t))}</li>'
+        for i, (alg, t, _) in enumerate(curves)
+    ) + (
+        f'<li><span class="w-swatch w-bw-dot"></span>{esc(L("measured", size=f["size_bytes"], time=f["time_s"]))}</li>'
+        f'<li><span class="w-swatch w-bw-line w-bw-floor"></span>{esc(L("floor", floor=f["latency_floor_s"]))}</li>'
+        f'<li><span class="w-swatch w-bw-line w-bw-cross"></span>{esc(L("crossover", crossover=f["crossover_bytes"]))}</li>'
+    )
     return (
         f'<figure class="w-fig w-bw-fig">'
         f'<figcaption class="w-fig-heading">{esc(heading)}</figcaption>'
-        f'{_bars_svg(v, f, loc, heading, desc)}'
+        f'{_bars_svg(state, v, f, curves, loc, heading, desc)}'
         f'<ul class="w-legend w-bw-legend">{legend}</ul>'
-        f'<p class="w-bw-note">{esc(L("note"))}</p></figure>'
+        f'<ul class="w-legend w-bw-legend w-bw-model-legend">{model_legend}</ul>'
+        f'<p class="w-bw-note">{esc(L("note"))} {esc(L("model_note"))}</p></figure>'
     )

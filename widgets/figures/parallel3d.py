@@ -25,7 +25,7 @@ from calc.pipeline import stage_layers
 from ..framework.html import attrs, esc, num, svg, value_span
 from ..framework.locale import Locale
 from ..framework.spec import Range, Toggle, canonical, defaults
-from ._common import MODEL, all_values_table, model_params, output_label
+from ._common import MODEL, RECIPE, all_values_table, model_params, output_label, recipe_args
 
 NAME = "parallel3d"
 GPU = GPUS[DEFAULT_GPU]
@@ -39,6 +39,7 @@ CONTROLS = (
     Toggle("zero_on", True),
     Range("dp", lo=1, hi=64, step=1, default=8, integer=True, display="integer"),
     MODEL,
+    RECIPE,
 )
 
 OUTPUTS: dict[str, str] = {
@@ -77,9 +78,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model, params = model_params(state)
     t, p, d = degrees(state)
     stage = ZERO_STAGE_ON if state["zero_on"] else 0
-    memory = parallel3d.state_per_gpu_bytes(params=params, tp=t, pp=p, dp=d, zero_stage=stage)
+    recipe = recipe_args(state)
+    memory = parallel3d.state_per_gpu_bytes(params=params, tp=t, pp=p, dp=d, zero_stage=stage, **recipe)
     # The same state by component: each GPU holds 1/(t·p) of the model, ZeRO-sharded over d.
-    parts = zero.state_per_gpu(params=params / (t * p), dp=d, zero_stage=stage)
+    parts = zero.state_per_gpu(params=params / (t * p), dp=d, zero_stage=stage, **recipe)
     return {
         "gpus": parallel3d.gpus(tp=t, pp=p, dp=d),
         "nodes": parallel3d.nodes(tp=t, pp=p, dp=d),

@@ -31,7 +31,7 @@ from calc.planner import REASONS, Layout, Plan, model_args, plan
 from ..framework.html import attrs, esc, num, svg, value_span
 from ..framework.locale import Locale
 from ..framework.spec import Choice, NumberChoice, Range, Toggle
-from ._common import all_values_table, output_label
+from ._common import RECIPE, all_values_table, output_label, recipe_args
 
 NAME = "planner"
 MODEL_TABLE: dict[str, ModelConfig] = {**MODELS, **MEGATRON_MODELS,
@@ -60,6 +60,7 @@ CONTROLS = (
     Choice("recompute", RECOMPUTE_MODES, "selective", radio=True),
     Toggle("sequence_parallel", False),
     Toggle("context_parallel", False),
+    RECIPE,
 )
 
 OUTPUTS: dict[str, str] = {
@@ -123,12 +124,12 @@ def seq_len_of(state: Mapping[str, Any]) -> int:
 @lru_cache(maxsize=32)
 def _cached_plan(model: str, seq_len: int, tokens: float, gpus: int, memory_gb: int, tflops: float,
                  intra_gbps: float, inter_gbps: float, batch: int, recompute: str, sequence_parallel: bool,
-                 context_parallel: bool) -> Plan:
+                 context_parallel: bool, recipe: str) -> Plan:
     return plan(**model_args(MODEL_TABLE[model]), seq_len=seq_len, tokens=float(tokens), gpus=gpus,
                 memory_bytes=memory_gb * 1e9, flops_per_gpu=tflops * 1e12, intra_bytes_per_s=intra_gbps * 1e9,
                 inter_bytes_per_s=inter_gbps * 1e9, gpus_per_node=GPUS_PER_NODE,
                 global_batch=batch, recompute=recompute, sequence_parallel=sequence_parallel,
-                context_parallel=context_parallel)
+                context_parallel=context_parallel, **recipe_args({"recipe": recipe}))
 
 
 def plan_of(state: Mapping[str, Any]) -> Plan:
@@ -137,7 +138,7 @@ def plan_of(state: Mapping[str, Any]) -> Plan:
     return _cached_plan(state["model"], seq_len_of(state), float(state["tokens"]), int(state["gpus"]),
                         int(state["gpu_memory_gb"]), float(state["tflops"]), float(state["intra_gbps"]),
                         float(state["inter_gbps"]), int(state["global_batch"]), state["recompute"],
-                        bool(state["sequence_parallel"]), bool(state["context_parallel"]))
+                        bool(state["sequence_parallel"]), bool(state["context_parallel"]), state["recipe"])
 
 
 def _is_reference(x: Layout) -> bool:

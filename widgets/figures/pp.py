@@ -8,6 +8,13 @@ The figure draws the simulated events: one row per stage (GPU s with its layers)
 forward and backward boxes numbered by micro-batch, idle time grey, a time axis in
 units of one forward pass (backward = 2 units); interleaved chunks are lighter shades.
 A second, small chart shows the activations each stage holds at its peak.
+
+ZB-H1, ZB-H2 (Qi et al. 2024) and DualPipe (DeepSeek-V3, Table 2) split the backward
+into B (input gradient) and W (weight gradient, green), one unit each, as the ZB paper's
+Sec. 2 assumes (T_F = T_B = T_W); DualPipe's overlapped pairs F&B (F + B here: the
+overlap hides communication) are outlined, its second direction is the lighter shade.
+DualPipe needs an even p and an even m ≥ 2p: for other settings the widget simulates
+the nearest such pipeline and says so (``stages_simulated``, ``microbatches_simulated``).
 """
 
 from __future__ import annotations
@@ -25,11 +32,13 @@ from ._common import MODEL, all_values_table, model_params, output_label
 
 NAME = "pp"
 FWD, BWD = 1, 2  # time units of a forward and a backward pass (backward = 2 × forward)
+WGRAD = 1  # of the backward's 2 units, the weight gradient W (T_B = T_W = T_F, ZB Sec. 2)
+SPLIT = pipeline.SPLIT_BACKWARD
 
 CONTROLS = (
     Range("stages", lo=1, hi=8, step=1, default=4, integer=True, display="integer"),
     Range("microbatches", lo=1, hi=32, step=1, default=4, integer=True, display="integer"),
-    Choice("schedule", ("gpipe", "1f1b", "interleaved"), "gpipe", radio=True),
+    Choice("schedule", ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe"), "gpipe", radio=True),
     Range("chunks", lo=2, hi=4, step=1, default=2, integer=True, display="integer"),
     MODEL,
 )
@@ -44,15 +53,40 @@ OUTPUTS: dict[str, str] = {
     "total_units": "number",
     "in_flight": "number",
     "activation_transfer_bytes": "bytes",
+    # Idle units per stage and step period (simulated) and the paper's formula for it.
+    "bubble_units": "number",
+    "bubble_units_formula": "number",
+    "in_flight_max": "number",
+    "param_copies": "integer",
+    "stages_simulated": "integer",
+    "microbatches_simulated": "integer",
 }
+
+
+def simulated_shape(p: int, m: int, schedule: str) -> tuple[int, int]:
+    """The (p, m) the widget simulates: the reader's, except that DualPipe needs an even
+    p and an even m of at least 2p (``calc.pipeline.check_dualpipe``), so it rounds p up
+    to even and m up to the nearest such count."""
+    if schedule != "dualpipe":
+        return p, m
+    p2 = p + p % 2
+    return p2, max(m + m % 2, 2 * p2)
 
 
 @lru_cache(maxsize=16)
 def _simulated(p: int, m: int, schedule: str, chunks: int) -> tuple[tuple[pipeline.ScheduleEvent, ...], ScheduleSummary]:
     """The simulated schedule and its summary, memoized: compute() and render() of one
     state share one simulation (the largest, 8 × 32 × 4 chunks, has 2,048 events)."""
-    events = tuple(simulate_schedule(pp=p, microbatches=m, schedule=schedule, chunks=chunks, fwd=FWD, bwd=BWD))
+    p, m = simulated_shape(p, m, schedule)
+    events = tuple(simulate_schedule(pp=p, microbatches=m, schedule=schedule, chunks=chunks, fwd=FWD, bwd=BWD,
+                                     wgrad=WGRAD))
     return events, summarize_schedule(list(events))
+
+
+@lru_cache(maxsize=16)
+def _pairs(p: int, m: int) -> tuple[tuple[int, float, float], ...]:
+    """DualPipe's overlapped F&B pairs, (stage, start, end)."""
+    return tuple(pipeline.overlapped_spans(pp=p, microbatches=m, fwd=FWD, bwd=BWD, wgrad=WGRAD))
 
 
 def _key(state: Mapping[str, Any]) -> tuple[int, int, str, int]:
@@ -65,18 +99,33 @@ def schedule_events(state: Mapping[str, Any]) -> list[pipeline.ScheduleEvent]:
 
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model, params = model_params(state)
-    p, m = state["stages"], state["microbatches"]
-    v = state["chunks"] if state["schedule"] == "interleaved" else 1
+    schedule = state["schedule"]
+    p, m = simulated_shape(state["stages"], state["microbatches"], schedule)
+    v = state["chunks"] if schedule == "interleaved" else 1
     summary = _simulated(*_key(state))[1]
+    copies = pipeline.parameter_copies(schedule)
+    if schedule in SPLIT:
+        # the paper's bubble as a fraction of a step that lasts busy + bubble
+        formula_units = pipeline.bubble_time(pp=p, schedule=schedule, fwd=FWD, bwd=BWD, wgrad=WGRAD)
+        formula = pipeline.bubble_share(bubble=formula_units, busy=summary.busy_time)
+    else:
+        formula_units = pipeline.bubble_time(pp=p, schedule=schedule, chunks=v, fwd=FWD, bwd=BWD)
+        formula = pipeline.bubble_fraction_of_time(pp=p, microbatches=m, chunks=v)
     return {
         "bubble": summary.bubble_fraction_of_time,
-        "bubble_formula": pipeline.bubble_fraction_of_time(pp=p, microbatches=m, chunks=v),
-        "layers_per_gpu": pipeline.layers_per_stage(model.layers, p),
-        "state_per_gpu_bytes": pipeline.state_per_gpu_bytes(params=params, pp=p),
+        "bubble_formula": formula,
+        "layers_per_gpu": copies * pipeline.layers_per_stage(model.layers, p),
+        "state_per_gpu_bytes": pipeline.state_per_gpu_bytes(params=params, pp=p, copies=copies),
         "busy_units": summary.busy_time,
         "total_units": summary.total_time,
         "in_flight": summary.peak_in_flight[0],
         "activation_transfer_bytes": pipeline.activation_transfer_bytes(hidden=model.hidden, seq_len=model.seq_len),
+        "bubble_units": summary.period - summary.busy_time,
+        "bubble_units_formula": formula_units,
+        "in_flight_max": max(summary.peak_in_flight),
+        "param_copies": copies,
+        "stages_simulated": p,
+        "microbatches_simulated": m,
     }
 
 
@@ -86,15 +135,20 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     model, _ = model_params(state)
     p, m, schedule, chunks = _key(state)
     events, summary = _simulated(p, m, schedule, chunks)
+    p, m = simulated_shape(p, m, schedule)
     chunks = chunks if schedule == "interleaved" else 1
     f = {key: loc.format(kind, v[key]) for key, kind in OUTPUTS.items()}
-    cards = stat_cards([
-        (output_label(NAME, "bubble", loc), "bubble", v["bubble"], "fraction"),
-        (output_label(NAME, "layers_per_gpu", loc), "layers_per_gpu", v["layers_per_gpu"], "integer"),
-        (output_label(NAME, "state_per_gpu_bytes", loc), "state_per_gpu_bytes", v["state_per_gpu_bytes"], "bytes"),
-        (output_label(NAME, "in_flight", loc), "in_flight", v["in_flight"], "number"),
-    ], loc)
-    return (f'{cards}{figure(model, p, m, schedule, chunks, events, summary, v, f, loc)}'
+    card_keys = ["bubble", "layers_per_gpu", "state_per_gpu_bytes", "in_flight"]
+    if schedule in SPLIT:
+        card_keys += ["bubble_units", "bubble_units_formula"]
+    if schedule == "dualpipe":
+        card_keys.append("param_copies")
+    cards = stat_cards([(output_label(NAME, key, loc), key, v[key], OUTPUTS[key]) for key in card_keys], loc)
+    notice = ""
+    if (p, m) != (int(state["stages"]), int(state["microbatches"])):
+        notice = (f'<p class="w-pp-note" data-notice="dualpipe-shape">'
+                  f'{loc.h("pp.dualpipe_shape", p=f["stages_simulated"], m=f["microbatches_simulated"])}</p>')
+    return (f'{notice}{cards}{figure(model, p, m, schedule, chunks, events, summary, v, f, loc)}'
             f'<p class="w-sentence">{_sentence(model, p, m, schedule, chunks, v, f, loc)}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
@@ -104,6 +158,8 @@ def _sentence(model: Any, p: int, m: int, schedule: str, chunks: int, v: Mapping
     common = dict(p=loc.integer(p), m=loc.integer(m), bubble=f["bubble"], formula=f["bubble_formula"],
                   busy=f["busy_units"], total=f["total_units"], in_flight=f["in_flight"],
                   transfer=f["activation_transfer_bytes"], seq=loc.integer(model.seq_len))
+    if schedule in SPLIT:
+        return _sentence_split(p, m, schedule, v, f, loc, common)
     if p == 1:
         return loc.h("pp.sentence_single", layers=loc.integer(model.layers), state=f["state_per_gpu_bytes"], **common)
     if schedule == "interleaved":
@@ -116,12 +172,34 @@ def _sentence(model: Any, p: int, m: int, schedule: str, chunks: int, v: Mapping
     return loc.h("pp.sentence_gpipe", **common)
 
 
+# The fewest micro-batches for which the handcrafted schedules reach their formula.
+FORMULA_NEEDS = {"zb-h1": lambda p: p, "zb-h2": lambda p: 2 * p - 1}
+
+
+def _sentence_split(p: int, m: int, schedule: str, v: Mapping[str, float], f: Mapping[str, str], loc: Locale,
+                    common: dict[str, str]) -> str:
+    """ZB-H1, ZB-H2, DualPipe: the simulated idle units against the paper's formula."""
+    key = schedule.replace("-", "_")
+    units = dict(idle=f["bubble_units"], idle_formula=f["bubble_units_formula"], peak=f["in_flight_max"],
+                 copies=f["param_copies"])
+    if schedule == "dualpipe":
+        clause = "pp.dualpipe_same" if f["bubble_units"] == f["bubble_units_formula"] else "pp.dualpipe_differs"
+        return loc.h("pp.sentence_dualpipe", clause=loc.t(clause, idle_formula=f["bubble_units_formula"]),
+                     **units, **common)
+    need = FORMULA_NEEDS[schedule](p)
+    if f["bubble_units"] == f["bubble_units_formula"]:
+        clause = loc.t(f"pp.{key}_same", idle_formula=f["bubble_units_formula"])
+    else:
+        clause = loc.t("pp.split_differs", idle_formula=f["bubble_units_formula"], need=loc.integer(need))
+    return loc.h(f"pp.sentence_{key}", clause=clause, **units, **common)
+
+
 # -- the figure -------------------------------------------------------------------------
 # SVGs 400 units wide (legible on a 375 px phone); heading, legend and notes are HTML.
 WIDTH = 400
 TL_X, TL_W = 62, 334  # the timeline's left edge and width; stage labels to its left
 TICK_STEPS = (1, 2, 5, 10, 20, 50, 100)
-KIND_CLASS = {"F": "w-pp-f", "B": "w-pp-b"}
+KIND_CLASS = {"F": "w-pp-f", "B": "w-pp-b", "W": "w-pp-w w-c3"}  # W: a third colour
 DIGIT_W = 5.6  # width of one digit of a box's number (10 px font), in SVG units
 LABEL_CHARS = 11  # longest layer label that fits left of the timeline (L0–3, 16–19)
 
@@ -134,9 +212,13 @@ def _range_text(first: int, last: int) -> str:
     return f"{first}–{last}" if last > first else f"{first}"
 
 
-def _stage_labels(model: Any, p: int, chunks: int) -> list[str]:
+def _stage_labels(model: Any, p: int, chunks: int, schedule: str = "gpipe") -> list[str]:
     """Layers of each stage, L0–7; with interleaving each GPU holds v chunks, p stages
-    apart (chunk c of GPU s is virtual stage c·p + s): L0–3, 16–19."""
+    apart (chunk c of GPU s is virtual stage c·p + s): L0–3, 16–19; with DualPipe GPU s
+    holds stages s and p − 1 − s: L0–7, 24–31."""
+    if schedule == "dualpipe":
+        stages = pipeline.stage_layers(model.layers, p)
+        return ["L" + ", ".join(_range_text(*stages[k]) for k in (s, p - 1 - s)) for s in range(p)]
     if chunks == 1:
         return ["L" + _range_text(a, b) for a, b in pipeline.stage_layers(model.layers, p)]
     virtual = pipeline.stage_layers(model.layers, p * chunks)
@@ -144,7 +226,8 @@ def _stage_labels(model: Any, p: int, chunks: int) -> list[str]:
 
 
 def _timeline_svg(p: int, m: int, events: tuple[pipeline.ScheduleEvent, ...], summary: ScheduleSummary,
-                  labels: list[str], loc: Locale, title: str, desc: str) -> str:
+                  labels: list[str], loc: Locale, title: str, desc: str,
+                  pairs: tuple[tuple[int, float, float], ...] = ()) -> str:
     """One row per stage: idle gaps grey, then each simulated pass as a box."""
     row_h = 26 if p <= 4 else 22
     box_h = row_h - 6
@@ -192,6 +275,10 @@ def _timeline_svg(p: int, m: int, events: tuple[pipeline.ScheduleEvent, ...], su
         if w >= digits_w:
             boxes.append(f'<text class="w-pp-num{" w-pp-num-k" if e.chunk else ""}" x="{num(x + w / 2)}" y="{y + box_h / 2 + 3.5}" text-anchor="middle">{e.microbatch + 1}</text>')
     parts.extend(boxes)
+    # DualPipe's overlapped pairs F&B: one dashed outline around both passes
+    for s, start, end in pairs:
+        parts.append(f'<rect class="w-pp-ref w-pp-pair" fill="none" x="{num(TL_X + start * scale)}"'
+                     f' y="{top + s * row_h + 1.5}" width="{num((end - start) * scale)}" height="{box_h + 3}"/>')
     return svg("w-pp-timeline", WIDTH, top + rows_h + 20, "".join(parts), title, desc)
 
 
@@ -221,32 +308,46 @@ def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple
            summary: ScheduleSummary, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
     L = lambda key, **kw: loc.t(f"pp.figure.{key}", **kw)  # noqa: E731
     name = loc.t(f"pp.controls.schedule.options.{schedule}")
-    labels = _stage_labels(model, p, chunks)
+    split = schedule in SPLIT
+    labels = _stage_labels(model, p, chunks, schedule)
     heading = L("timeline", schedule=name) if chunks == 1 else L("timeline_interleaved", schedule=name, v=loc.integer(chunks))
     timeline_desc = L("timeline_desc", p=loc.integer(p), m=loc.integer(m), total=f["total_units"],
                       busy=f["busy_units"], bubble=f["bubble"])
     legend = [f'<li><span class="w-swatch w-pp-f"></span>{esc(L("forward"))}</li>',
-              f'<li><span class="w-swatch w-pp-b"></span>{esc(L("backward"))}</li>']
+              f'<li><span class="w-swatch w-pp-b"></span>{esc(L("backward_input" if split else "backward"))}</li>']
+    if split:
+        legend.append(f'<li><span class="w-swatch w-c3"></span>{esc(L("weight"))}</li>')
     for c in range(chunks if chunks > 1 else 0):
         legend.append(f'<li><span class="w-swatch w-pp-f w-pp-k{c}"></span><span class="w-swatch w-pp-b w-pp-k{c}"></span>'
                       f'{esc(L("chunk", index=loc.integer(c)))}</li>')
+    pairs: tuple[tuple[int, float, float], ...] = ()
+    if schedule == "dualpipe":
+        pairs = _pairs(p, m)
+        legend.append(f'<li><span class="w-swatch w-pp-f w-pp-k1"></span><span class="w-swatch w-pp-b w-pp-k1"></span>'
+                      f'{esc(L("reverse", last=loc.integer(p - 1)))}</li>')
+        legend.append(f'<li><span class="w-swatch w-pp-f"></span><span class="w-swatch w-pp-b"></span>{esc(L("pair"))}</li>')
     legend.append(f'<li><span class="w-swatch w-pp-idle"></span>{esc(L("idle"))}</li>')
     axis = L("axis", total=f["total_units"], busy=f["busy_units"])
+    if split:
+        axis += " " + L("axis_split")
     if chunks > 1:
         axis += " " + L("axis_interleaved", v=loc.integer(chunks), layers=labels[0])
+    if schedule == "dualpipe":
+        axis += " " + L("axis_dualpipe", layers=labels[0])
     unit_w = TL_W / summary.total_time / chunks  # width of a chunk's one unit of time
     digits_w = len(str(m)) * DIGIT_W + 3
-    if digits_w > BWD * unit_w:
+    if digits_w > (FWD if split else BWD) * unit_w:
         axis += " " + L("no_numbers")
     elif digits_w > FWD * unit_w:
         axis += " " + L("no_numbers_forward")
     act_heading = L("activations")
     act_desc = L("activations_desc", peaks=", ".join(loc.number(x) for x in summary.peak_in_flight), m=loc.integer(m))
-    act_note = L(f"activations_{schedule}", m=loc.integer(m), p=loc.integer(p), v=loc.integer(chunks))
+    act_note = L(f"activations_{schedule.replace('-', '_')}", m=loc.integer(m), p=loc.integer(p),
+                 v=loc.integer(chunks), peak=f["in_flight_max"])
     return (
         f'<figure class="w-fig w-pp-fig">'
         f'<figcaption class="w-fig-heading">{esc(heading)}</figcaption>'
-        f'{_timeline_svg(p, m, events, summary, labels, loc, heading, timeline_desc)}'
+        f'{_timeline_svg(p, m, events, summary, labels, loc, heading, timeline_desc, pairs)}'
         f'<p class="w-pp-note">{esc(axis)}</p>'
         f'<ul class="w-legend w-pp-legend">{"".join(legend)}</ul>'
         f'<p class="w-fig-heading">{esc(act_heading)}</p>'

@@ -1,8 +1,10 @@
 """Widget `why`: why one GPU is not enough (seed 000, step 1).
 
-Controls: training tokens and the model. Outputs: the training state by component
-against one GPU's memory, the 6ND compute, and the training time on 1, 64 and 1,024 GPUs
-at perfect scaling. Every number comes from `calc`.
+Controls: training tokens and the model, and for the realistic companion a real GPU
+and a model FLOPs utilization (MFU). Outputs: the training state by component against
+one GPU's memory, the 6ND compute, and the training time on 1, 64 and 1,024 GPUs at
+perfect scaling; beside it the same times with the attention FLOP that 6ND leaves out,
+on the chosen GPU's peak at the chosen MFU. Every number comes from `calc`.
 """
 
 from __future__ import annotations
@@ -13,22 +15,36 @@ from typing import Any, Mapping
 from calc.activations import activation_bytes
 from calc.compute import training_flops, training_seconds
 from calc.hardware import DEFAULT_GPU, GPUS
-from calc.memory import training_state
+from calc.memory import StateBytes
+from calc.precision import recipe_bytes
 from calc.models import MODELS, param_count
+from calc.utilization import model_flops_per_token
 
 from ..framework.html import details_table, esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
-from ..framework.spec import Range
+from ..framework.spec import Choice, Range
 from ._common import MODEL
 
 NAME = "why"
 GPU = GPUS[DEFAULT_GPU]  # the seed's illustrative 80 GB GPU at 150 TFLOP/s
 GPU_COUNTS = (1, 64, 1024)  # the seed's three time bars
 INT4_BYTES_PER_PARAM = 0.5  # QLoRA stores base weights in 4-bit NormalFloat (Dettmers et al. 2023, Sec. 3)
+# Mixed-precision recipes (calc.precision.RECIPES) whose state a single GPU holds, with
+# no distributed optimizer: the ZeRO paper's 16 bytes (the seed's), Megatron-LM's bf16
+# with fp32 gradients (18), DeepSeek-V3's FP8 with BF16 moments (14), plain fp32 (16).
+MEMORY_RECIPES = ("zero-paper", "megatron-bf16", "fp8-deepseek", "fp32")
+# The realistic companion runs on a real GPU's peak: every sourced preset but the seed's.
+REAL_GPUS = tuple(key for key in GPUS if key != DEFAULT_GPU)
+# 40%: between Llama 3 405B's 38-43% on H100 (Dubey et al. 2024, Table 4) and PaLM's
+# 46.2% (Chowdhery et al. 2022, Table 3); the FAQ discusses the range.
+DEFAULT_MFU = 0.40
 
 CONTROLS = (
     Range("tokens", lo=50e9, hi=2e12, step=10e9, default=2e12, display="count"),
     MODEL,
+    Choice("gpu", REAL_GPUS, "a100-80gb", labels={k: GPUS[k].name for k in REAL_GPUS}),
+    Range("mfu", lo=0.1, hi=0.7, step=0.01, default=DEFAULT_MFU, display="fraction"),
+    Choice("recipe", MEMORY_RECIPES, "zero-paper"),
 )
 
 OUTPUTS: dict[str, str] = {
@@ -47,6 +63,14 @@ OUTPUTS: dict[str, str] = {
     "act_seq_bytes": "bytes",
     "act_seq_bytes_selective": "bytes",
     "weights_int4_bytes": "bytes",
+    "bytes_per_param": "number",
+    "model_flops_per_token": "flops",
+    "flops_over_6n": "ratio",
+    "model_flops": "flops",
+    "peak_flops": "flops_per_s",
+    "mfu": "fraction",
+    "mfu_flops_per_gpu": "flops_per_s",
+    **{f"mfu_time_{n}": "seconds" for n in GPU_COUNTS},
 }
 
 
@@ -55,7 +79,9 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model = MODELS[state["model"]]
     params = param_count(model)
     tokens = float(state["tokens"])
-    parts = training_state(params)
+    per_param = recipe_bytes(state["recipe"])
+    parts = StateBytes(weights=per_param.weights * params, grads=per_param.grads * params,
+                       optimizer=per_param.optimizer * params)
     flops = training_flops(params, tokens)
     one_sequence = dict(seq_len=model.seq_len, micro_batch=1, hidden=model.hidden,
                         heads=model.heads, layers=model.layers)
@@ -75,13 +101,32 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "act_seq_bytes": activation_bytes(**one_sequence),
         "act_seq_bytes_selective": activation_bytes(**one_sequence, recompute="selective"),
         "weights_int4_bytes": params * INT4_BYTES_PER_PARAM,
+        "bytes_per_param": per_param.total,
     }
+    # The companion: the model FLOP of PaLM's MFU convention (6N + attention scores)
+    # at the chosen MFU of a real GPU's peak.
+    per_token = model_flops_per_token(model)
+    model_flops = per_token * tokens
+    peak = GPUS[state["gpu"]].flops_per_s
+    sustained = peak * state["mfu"]
+    values.update({
+        "model_flops_per_token": per_token,
+        "flops_over_6n": model_flops / flops,
+        "model_flops": model_flops,
+        "peak_flops": peak,
+        "mfu": state["mfu"],
+        "mfu_flops_per_gpu": sustained,
+        **{f"mfu_time_{n}": training_seconds(flops=model_flops, gpus=n, flops_per_gpu=sustained)
+           for n in GPU_COUNTS},
+    })
     return values
 
 
 def output_label(key: str, loc: Locale) -> str:
     if key.startswith("time_"):
         return loc.t("why.outputs.time_n", count=loc.integer(int(key[5:])))
+    if key.startswith("mfu_time_"):
+        return loc.t("why.outputs.mfu_time_n", count=loc.integer(int(key[9:])))
     return loc.t(f"why.outputs.{key}")
 
 
@@ -101,9 +146,13 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
                      gpus_64=loc.integer(64), gpus_1024=loc.integer(1024),
                      state=f["state_bytes"], ratio=f["state_over_gpu"],
                      gpu=f["gpu_memory_bytes"], min_gpus=f["min_gpus_state"])
+    gpu = GPUS[state["gpu"]].name
+    realistic = loc.h("why.sentence_mfu", gpu=gpu, mfu=f["mfu"], rate=f["mfu_flops_per_gpu"],
+                      ratio=f["flops_over_6n"], time_1024=f["mfu_time_1024"], gpus_1024=loc.integer(1024))
     table = details_table(loc.t("runtime.details"),
                           [(output_label(k, loc), k, v[k], kind) for k, kind in OUTPUTS.items()], loc)
-    return f'{cards}{figure(model, v, f, loc)}<p class="w-sentence">{sentence}</p>{table}'
+    return (f'{cards}{figure(model, gpu, v, f, loc)}<p class="w-sentence">{sentence}</p>'
+            f'<p class="w-sentence">{realistic}</p>{table}')
 
 
 # -- the figure -------------------------------------------------------------------------
@@ -141,41 +190,63 @@ def _memory_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title
     return svg("w-why-mem", WIDTH, 62, "".join(parts), title, desc)
 
 
+ROW_H, BAR_H = 40, 16  # each GPU count: the perfect-scaling bar above, the MFU bar below
+
+
+def _bar(cls: str, y: float, end: float, text: str, faded: bool) -> str:
+    """One time bar from TIME_X to ``end``, its value inside when it fits."""
+    inside = end - TIME_X > 120
+    on_bar = " w-on-bar" if inside and not faded else ""
+    tint = ' fill-opacity=".45"' if faded else ""
+    return (
+        f'<rect class="{cls}"{tint} x="{TIME_X}" y="{num(y)}" width="{num(end - TIME_X)}" height="{BAR_H}"/>'
+        f'<text class="w-fig-value{on_bar}" x="{num(end - 5 if inside else end + 5)}" y="{num(y + 12)}"'
+        f' text-anchor="{"end" if inside else "start"}">{esc(text)}</text>'
+    )
+
+
 def _time_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str, desc: str) -> str:
-    """Training time on 1, 64 and 1,024 GPUs on a log scale, labelled with the value."""
+    """Training time on 1, 64 and 1,024 GPUs on a log scale, labelled with the value:
+    perfect scaling at the illustrative rate, and beneath it the realistic companion."""
+    height = len(GPU_COUNTS) * ROW_H
     parts = []
     for tick in TIME_TICKS:
         tx = _time_x(tick)
-        parts.append(f'<line class="w-grid" x1="{num(tx)}" y1="0" x2="{num(tx)}" y2="92"/>'
-                     f'<text class="w-fig-tick" x="{num(tx)}" y="106" text-anchor="middle">{esc(loc.duration_tick(tick))}</text>')
+        parts.append(f'<line class="w-grid" x1="{num(tx)}" y1="0" x2="{num(tx)}" y2="{height + 2}"/>'
+                     f'<text class="w-fig-tick" x="{num(tx)}" y="{height + 16}" text-anchor="middle">{esc(loc.duration_tick(tick))}</text>')
     for row, n in enumerate(GPU_COUNTS):
-        y = 4 + row * 30
-        end = _time_x(v[f"time_{n}"])
-        inside = end - TIME_X > 120
+        y = 4 + row * ROW_H
+        cls = f"w-c{row + 4}"
         parts.append(
-            f'<text class="w-fig-note" x="{TIME_X - 6}" y="{y + 15}" text-anchor="end">{esc(loc.t("why.figure.gpus", count=loc.integer(n)))}</text>'
-            f'<rect class="w-c{row + 4}" x="{TIME_X}" y="{y}" width="{num(end - TIME_X)}" height="22"/>'
-            f'<text class="w-fig-value{" w-on-bar" if inside else ""}" x="{num(end - 5 if inside else end + 5)}" y="{y + 15}"'
-            f' text-anchor="{"end" if inside else "start"}">{esc(f[f"time_{n}"])}</text>'
+            f'<text class="w-fig-note" x="{TIME_X - 6}" y="{y + 21}" text-anchor="end">{esc(loc.t("why.figure.gpus", count=loc.integer(n)))}</text>'
+            + _bar(cls, y, _time_x(v[f"time_{n}"]), f[f"time_{n}"], faded=False)
+            + _bar(cls, y + BAR_H + 2, _time_x(v[f"mfu_time_{n}"]), f[f"mfu_time_{n}"], faded=True)
         )
-    return svg("w-why-time", WIDTH, 110, "".join(parts), title, desc)
+    return svg("w-why-time", WIDTH, height + 20, "".join(parts), title, desc)
 
 
-def figure(model: str, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
+def figure(model: str, gpu: str, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
     memory_desc = loc.t("why.figure.memory_desc", weights=f["weights_bytes"], grads=f["grads_bytes"],
                         optimizer=f["optimizer_bytes"], state=f["state_bytes"], gpu=f["gpu_memory_bytes"])
     time_desc = loc.t("why.figure.time_desc", time_1=f["time_1"], time_64=f["time_64"],
-                      time_1024=f["time_1024"], gpus_64=loc.integer(64), gpus_1024=loc.integer(1024))
+                      time_1024=f["time_1024"], gpus_64=loc.integer(64), gpus_1024=loc.integer(1024),
+                      mfu_time_1=f["mfu_time_1"], mfu_time_64=f["mfu_time_64"], mfu_time_1024=f["mfu_time_1024"])
     time_heading = loc.t("why.figure.time", gpu_flops=f["gpu_flops"])
+    time_legend = (
+        f'<li>{esc(loc.t("why.figure.perfect", gpu_flops=f["gpu_flops"]))}</li>'
+        f'<li>{esc(loc.t("why.figure.realistic", gpu=gpu, mfu=f["mfu"], ratio=f["flops_over_6n"], rate=f["mfu_flops_per_gpu"]))}</li>'
+    )
     legend = "".join(
         f'<li><span class="w-swatch {cls}"></span>{esc(loc.t("why.figure." + label))} {esc(f[key])}</li>'
         for key, cls, label in SEGMENTS
     )
     return (
         f'<figure class="w-fig">'
-        f'<figcaption class="w-fig-heading">{esc(loc.t("why.figure.memory", params=f["params"]))}</figcaption>'
+        f'<figcaption class="w-fig-heading">{esc(loc.t("why.figure.memory", params=f["params"], bytes=f["bytes_per_param"]))}</figcaption>'
         f'{_memory_svg(v, f, loc, loc.t("why.figure.title", model=model), memory_desc)}'
         f'<ul class="w-legend">{legend}</ul>'
         f'<p class="w-fig-heading">{esc(time_heading)}</p>'
-        f'{_time_svg(v, f, loc, time_heading, time_desc)}</figure>'
+        f'{_time_svg(v, f, loc, time_heading, time_desc)}'
+        f'<ul class="w-legend">{time_legend}</ul></figure>'
     )
+

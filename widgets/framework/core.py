@@ -15,7 +15,7 @@ from .. import REGISTRY
 from .escape import escape
 from .html import attrs, control_label, control_value_text, controls_html
 from .locale import Locale
-from .spec import Range, StateError, canonical, defaults, parse_state
+from .spec import Number, Range, StateError, canonical, defaults, parse_state
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ def error_html(error: StateError, name: str, loc: Locale) -> str:
                 if isinstance(control, Range) and "lo" in params:  # the reader's units
                     params["lo"] = loc.format(control.display, control.lo)
                     params["hi"] = loc.format(control.display, control.hi)
+                elif isinstance(control, Number) and "lo" in params:
+                    params["lo"] = loc.format(control.display, control.to_si(control.lo))
+                    params["hi"] = loc.format(control.display, control.to_si(control.hi))
     message = loc.h(error.key, **params)
     return (f'<div class="w-error" role="alert"{attrs(data_error=error.key)}>'
             f'<strong>{loc.h("errors.heading")}</strong> {message} {loc.h("errors.hint")}</div>')

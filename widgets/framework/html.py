@@ -6,7 +6,7 @@ from typing import Any, Iterable, Mapping
 
 from .escape import escape
 from .locale import Locale, plain_number
-from .spec import Choice, Control, Range
+from .spec import Choice, Control, Number, Range
 
 
 def esc(text: Any) -> str:
@@ -58,9 +58,12 @@ def option_label(widget: str, control: Choice, value: str, loc: Locale) -> str:
 
 
 def control_value_text(widget: str, control: Control, value: Any, loc: Locale) -> str:
-    """The text shown beside a slider (e.g. `2 triliun`), from the control's display kind."""
+    """The text shown beside a slider (e.g. `2 triliun`), from the control's display kind;
+    beside a typed number, what it was read as (`8G` → `8,59 GB`, `47535` µs → `47,5 ms`)."""
     if isinstance(control, Range):
         return loc.format(control.display, value)
+    if isinstance(control, Number):
+        return loc.format(control.display, control.to_si(value))
     if isinstance(control, Choice):
         return option_label(widget, control, value, loc)
     return loc.t("units.on") if value else loc.t("units.off")
@@ -81,6 +84,13 @@ def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str
                 f"<output{attrs(for_=cid, data_label=c.name)}>{esc(control_value_text(widget, c, value, loc))}</output>"
             )
             rows.append(f'<div class="w-control w-range"><label for="{cid}">{label}</label>{field}</div>')
+        elif isinstance(c, Number):
+            # A text field (not type=number, which refuses `8G`); Python reads the text.
+            field = (
+                f"<input{attrs(type='text', id=cid, name=c.name, value=c.text(value), inputmode=c.inputmode, spellcheck='false', autocomplete='off', autocapitalize='off', disabled=True)}>"
+                f"<output{attrs(for_=cid, data_label=c.name)}>{esc(control_value_text(widget, c, value, loc))}</output>"
+            )
+            rows.append(f'<div class="w-control w-number"><label for="{cid}">{label}</label>{field}</div>')
         elif isinstance(c, Choice) and not c.radio:
             options = "".join(
                 f"<option{attrs(value=o, selected=o == value)}>{esc(option_label(widget, c, o, loc))}</option>"
