@@ -204,7 +204,9 @@ def _deepspeed(stage: int, applied: str, state: Mapping[str, Any], v: Mapping[st
                 per_node=loc.integer(per_node), factor=loc.number(offload.ADDITIONAL_BUFFER_FACTOR))
     compare = loc.h("zero.ds.compare", ds_gpu=f["ds_gpu_gib"], ds_cpu=f["ds_cpu_gib"], book_gpu=f["book_gpu_gib"],
                     book_cpu=f["book_cpu_node_gib"], why=why)
-    return (f'<figure class="w-fig w-zero-ds">{heading}<pre><code>{body}</code></pre>'
+    # A wide printout scrolls sideways on a phone: focusable, so a keyboard can scroll it.
+    label = esc(loc.t("zero.ds.heading"))
+    return (f'<figure class="w-fig w-zero-ds">{heading}<pre><code tabindex="0" aria-label="{label}">{body}</code></pre>'
             f'<p class="w-sentence">{caption}</p><p class="w-sentence">{compare}</p></figure>')
 
 
