@@ -273,11 +273,16 @@ def bubble_time(
       handcrafted order reaches it for m ≥ p and T_W ≤ T_F; a longer W cannot fill more
       than a forward's wait, and the simulation idles (p − 1)(T_F + T_B − min(T_W, T_F)).
     * ZB-H2: max(0, (p − 1)(T_F + T_B − 2T_W)): zero when T_W ≥ (T_F + T_B)/2 (Qi et al.
-      2024 Sec. 2.2: zero bubble for T_F = T_B = T_W); the order reaches it for m ≥ 2p − 1. It holds for the step *period*
+      2024 Sec. 2.2: zero bubble for T_F = T_B = T_W); the order reaches it for
+      m ≥ 2p − 1. It holds for the step *period*
       once consecutive steps overlap, which the paper's optimizer post-validation (Sec. 4)
       allows; within one isolated step the last stage still waits (p − 1)·T_F for its
       first forward.
-    * DualPipe: (p/2 − 1)(F&B + B − 3W) (DeepSeek-V3 Table 2).
+    * DualPipe: (p/2 − 1)(F&B + B − 3W) (DeepSeek-V3 Table 2), the idle time of the
+      device that idles most (all alike when F&B = F + B). Fig. 5 draws it for
+      F = 1, B = 2, W = 1, F&B = 3 (T_F = T_B = T_W): 66 cells a row, 6 empty. The
+      order of dualpipe.py reaches it, for every m, exactly when T_F = T_B ≥ T_W,
+      i.e. F = B − W ≥ W; a longer T_B idles less, a longer T_F or T_W more.
     """
     p = check_int("pp", pp, 1, MAX_PP)
     sched = check_choice("schedule", schedule, SCHEDULES)
@@ -556,9 +561,13 @@ def simulate_schedule(
     ``_dualpipe_order``). DualPipe's overlapped pair F&B takes ``fwd_bwd`` (default
     ``fwd`` + ``bwd``: the overlap hides communication, not compute) and waits for the
     inputs of both its passes; it is drawn as its F, B and W back to back, scaled to
-    fill ``fwd_bwd``. DualPipe needs an even ``pp`` and an even ``microbatches`` ≥ 2·pp
-    (``check_dualpipe``). Communication is free and a send never waits for its
-    receiver, which the real runtime's paired send/recv can.
+    fill ``fwd_bwd``. A whole backward (B then W) and an F&B pair hand their results on
+    only when they end, as dualpipe.py sends them. DualPipe needs an even ``pp`` and an
+    even ``microbatches`` ≥ 2·pp (``check_dualpipe``). Communication is free, and a
+    pass waits only for its own input: the runtime's batches of paired send/recv
+    (``_commit_and_wait_comm``), where a pass also waits for receives posted for the
+    next one and a send for its receiver, can move idle time but, when T_F = T_B ≥ T_W,
+    not the step's length (tests/calc/test_dualpipe_runtime.py).
 
     Returns ``ScheduleEvent(stage, start, end, kind, microbatch, chunk)`` sorted by
     start time then stage. ``chunks`` (validated, 2 to 8 when interleaved) only matters
@@ -635,8 +644,12 @@ def _run(
     """Start each op as early as its stage and its inputs allow; None on deadlock.
 
     A stage runs its ops in order until the next one waits for an input; it is
-    resumed when that input's pass is done. Returns the passes and, per stage, the
-    (stage, start, end) of each overlapped pair.
+    resumed when that input's op is done. An op's results leave the stage when the
+    whole op ends, as in dualpipe.py, where ``_backward_chunk`` sends the input gradient
+    of a whole backward after the one autograd call that also computes the weight
+    gradient, and ``_forward_backward_chunk`` sends both outputs of an F&B pair after
+    the pair; every other schedule's op is one pass. Returns the passes and, per stage,
+    the (stage, start, end) of each overlapped pair.
     """
     next_op = [0] * p
     free = [0] * p
@@ -661,11 +674,11 @@ def _run(
             length = overlapped if op[0] == "FB" else ticks
             clock = start
             for kind, i, c in passes:
-                end = clock + length[kind]
+                raw.append((clock, s, clock + length[kind], kind, i, c))
+                clock += length[kind]
+            for kind, i, c in passes:  # sent when the op ends, not when its pass does
                 key = (kind, i, c, s)
-                done[key] = end
-                raw.append((clock, s, end, kind, i, c))
-                clock = end
+                done[key] = clock
                 resumed = waiting.pop(key, None)
                 if resumed is not None:
                     ready.append(resumed)

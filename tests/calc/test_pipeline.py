@@ -290,27 +290,89 @@ def test_dualpipe_holds_pp_plus_1_microbatches_and_two_stages() -> None:
     assert pp.state_per_gpu_bytes(params=PSI_7B, pp=4, copies=2) == 2 * pp.state_per_gpu_bytes(params=PSI_7B, pp=4)
 
 
-def test_dualpipe_bubble_against_table_2() -> None:
-    """Table 2's DualPipe bubble is (PP/2 − 1)(F&B + B − 3W). This simulator (free
-    communication, a send never waits for its receiver) reaches it on the busiest
-    device for F = W = B/2 with F&B = B, and stays below it whenever F&B = F + B (no
-    compute overlap); it does not grow with m (Table 2 has no m)."""
+# Where Table 2's DualPipe bubble is exact: T_F = T_B ≥ T_W, i.e. F = B − W ≥ W, with
+# any F&B (fwd, bwd, wgrad, fwd_bwd); binary fractions, so the float times are exact.
+TABLE_2_TIMES = [(1, 2, 1, 3), (1, 2, 1, 2), (1, 2, 1, 2.25), (1, 1.5, 0.5, 2.5), (1, 1.5, 0.5, 1.5),
+                 (2, 3, 1, 5), (2, 3, 1, 3.75), (1, 1.25, 0.25, 2.25), (1.5, 3, 1.5, 4.5)]
+
+
+def test_dualpipe_bubble_is_table_2_when_t_f_equals_t_b() -> None:
+    """DeepSeek-V3 Table 2: DualPipe idles (PP/2 − 1)(F&B + B − 3W) per device and
+    step, for any m. The simulation of dualpipe.py's order gives exactly that on the
+    device that idles most, for every (p, m) and F&B, when T_F = T_B ≥ T_W; with
+    F&B = F + B every device idles that long."""
     for p, m in DUALPIPE_GRID:
-        formula = pp.bubble_time(pp=p, schedule="dualpipe", fwd=1, bwd=2, wgrad=1, fwd_bwd=2)
-        assert formula == (p // 2 - 1) * (2 + 2 - 3)
-        assert max_idle(p, m, fwd=1, bwd=2, wgrad=1, fwd_bwd=2) == pytest.approx(formula), (p, m)
-        for f, b, w in TIMES:
-            idle = _idle("dualpipe", p, m, f, b, w)
-            assert idle <= pp.bubble_time(pp=p, schedule="dualpipe", fwd=f, bwd=b, wgrad=w) + 1e-9, (p, m)
-            assert idle == pytest.approx(_idle("dualpipe", p, 2 * p, f, b, w))
+        for f, b, w, fb in TABLE_2_TIMES:
+            formula = pp.bubble_time(pp=p, schedule="dualpipe", fwd=f, bwd=b, wgrad=w, fwd_bwd=fb)
+            assert formula == (p // 2 - 1) * (fb + b - 3 * w)
+            idle = dualpipe_idle(p, m, fwd=f, bwd=b, wgrad=w, fwd_bwd=fb)
+            assert max(idle) == formula, (p, m, f, b, w, fb)
+            if fb == f + b:
+                assert set(idle) == {formula}, (p, m, f, b, w)
     assert pp.bubble_time(pp=8, schedule="dualpipe") == 3 * (3 + 2 - 3)
 
 
-def max_idle(p: int, m: int, **kw: float) -> float:
-    """The largest idle time of one device (busy times differ when F&B < F + B)."""
+def test_dualpipe_bubble_differs_from_table_2_unless_t_f_equals_t_b() -> None:
+    """Outside T_F = T_B ≥ T_W the formula is not the simulated bubble: a longer input
+    gradient T_B hides more (B = 4 or 5 below), a T_F longer than T_B or a T_W longer
+    than T_F (B = 4 with F = 3, W = 2; F = 1, B = 3, W = 2) shows more. It still does
+    not grow with m."""
+    below, above = [(2, 4, 1), (2, 5, 1.5)], [(3, 4, 2), (1, 3, 2)]
+    for p, m in DUALPIPE_GRID:
+        for f, b, w in below + above:
+            formula = pp.bubble_time(pp=p, schedule="dualpipe", fwd=f, bwd=b, wgrad=w)
+            idle = max(dualpipe_idle(p, m, fwd=f, bwd=b, wgrad=w))
+            assert idle == max(dualpipe_idle(p, 2 * p, fwd=f, bwd=b, wgrad=w)), (p, m)
+            if p == 2:
+                assert idle == formula == 0
+            elif (f, b, w) in below:
+                assert idle < formula, (p, m, f, b, w)
+            else:
+                assert idle > formula, (p, m, f, b, w)
+
+
+def dualpipe_idle(p: int, m: int, **kw: float) -> list[float]:
+    """Each device's idle time in the step: the step's length minus its busy time
+    (busy times differ when F&B < F + B)."""
     events = simulate_schedule(pp=p, microbatches=m, schedule="dualpipe", **kw)
     total = max(e.end for e in events)
-    return max(total - math.fsum(e.end - e.start for e in events if e.stage == s) for s in range(p))
+    return [total - math.fsum(e.end - e.start for e in events if e.stage == s) for s in range(p)]
+
+
+# DeepSeek-V3 Fig. 5, as the DualPipe README draws it (images/dualpipe.png at 3da1bbe):
+# 8 PP ranks, 20 micro-batches, one character a cell: F forward, B a backward cell (a
+# whole backward and the backward of an F&B pair are two, an input gradient one), W a
+# weight gradient, "." empty. F&B pairs are an F and two B cells.
+FIG_5 = (
+    "FFFFFFFFBWFBWFBWFFBB...FBBFBBFBBFBBFBB.BBFBB.BBFBB.BBFBBBBBWBWBWBW",
+    ".FFFFFFFFBWFBWFFBB..FBBFBBFBBFBBFBBFBBFBB.BBFBB.BBFBB.BBBBBBWBWBWW",
+    "..FFFFFFFFBWFFBB.FBBFBBFBBFBBFBBFBBFBBFBBFBB.BBFBB.BB.BBBBBBBWBWWW",
+    "...FFFFFFFFFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBB.BB.BB.BBBBBBBBWWWW",
+    "...FFFFFFFFFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBB.BB.BB.BBBBBBBBWWWW",
+    "..FFFFFFFFBWFFBB.FBBFBBFBBFBBFBBFBBFBBFBBFBB.BBFBB.BB.BBBBBBBWBWWW",
+    ".FFFFFFFFBWFBWFFBB..FBBFBBFBBFBBFBBFBBFBB.BBFBB.BBFBB.BBBBBBWBWBWW",
+    "FFFFFFFFBWFBWFBWFFBB...FBBFBBFBBFBBFBB.BBFBB.BBFBB.BBFBBBBBWBWBWBW",
+)
+
+
+def test_dualpipe_order_and_step_are_figure_5() -> None:
+    """The order transcribed from DualPipe.step, drawn cell by cell, is each row of
+    Fig. 5 without its empty cells; simulated with Fig. 5's times (F = 1, B = 2, W = 1,
+    F&B = 3) the step lasts the figure's 66 cells and every device idles its 6, which
+    is Table 2's (8/2 − 1)(3 + 2 − 3)."""
+    cells = {"F": "F", "B": "B", "W": "W", "BW": "BB", "FB": "FBB"}
+    for s, row in enumerate(FIG_5):
+        assert "".join(cells[op[0]] for op in pp._dualpipe_order(8, 20, s)) == row.replace(".", ""), s
+    idle = dualpipe_idle(8, 20, fwd=1, bwd=2, wgrad=1, fwd_bwd=3)
+    events = simulate_schedule(pp=8, microbatches=20, schedule="dualpipe")
+    assert max(e.end for e in events) == len(FIG_5[0]) == 66
+    assert idle == [row.count(".") for row in FIG_5] == [6] * 8
+    assert pp.bubble_time(pp=8, schedule="dualpipe", fwd=1, bwd=2, wgrad=1, fwd_bwd=3) == 6
+    # the first device waits in the same 3 cells (20-22) as in the figure, for the
+    # backward of micro-batch 0 to come back
+    mine = sorted((e.start, e.end) for e in events if e.stage == 0)
+    gaps = [(a[1], b[0]) for a, b in zip(mine, mine[1:]) if a[1] < b[0]]
+    assert gaps[0] == (20, 23) and FIG_5[0][20:23] == "..." and FIG_5[0][19] + FIG_5[0][23] == "BF"
 
 
 @pytest.mark.parametrize("schedule", ["zb-h1", "zb-h2", "dualpipe"])

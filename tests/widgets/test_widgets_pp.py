@@ -269,7 +269,9 @@ def test_split_sentence_states_simulated_and_formula(lang: str, p: int, m: int, 
     assert "bubble_units" in cards and "bubble_units_formula" in cards
     assert ("param_copies" in cards) == (schedule == "dualpipe")
     if schedule == "dualpipe" and p > 2:
-        assert ("lebih kecil dari rumus Tabel 2" if lang == "id" else "小于表 2 的公式") in text
+        # T_F = T_B = T_W: the simulation is Table 2's (p/2 − 1)(F&B + B − 3W) exactly
+        assert ("sama dengan rumus Tabel 2" if lang == "id" else "一致；这里 T_F = T_B = T_W") in text
+        assert out.values["bubble_units"] == out.values["bubble_units_formula"] == 2 * (p // 2 - 1)
 
 
 def test_split_sentences_change_with_the_meaning() -> None:
