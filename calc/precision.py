@@ -13,9 +13,12 @@ reserved for infinities); every property is computed from the bits:
   Table 1 and Sec. 3.1, and the OCP 8-bit Floating Point Specification (OFP8) rev. 1.0.
   E5M2 is IEEE-like (max 57344, inf at exponent 11111). E4M3 has no infinities and only
   one NaN mantissa pattern (S.1111.111), so its top exponent holds normal numbers and its
-  largest value is 1.75·2^8 = 448; a conversion that overflows saturates to ±448
-  ("Values that overflow are then saturated to the maximum representable value",
-  Micikevicius et al. 2022, Sec. 2).
+  largest value is 1.75·2^8 = 448. OFP8 defines two conversion modes for a value that
+  rounds beyond it: saturating (to ±448; "Values that overflow are then saturated to the
+  maximum representable value", Micikevicius et al. 2022, Sec. 2, what FP8 training
+  recipes use) and non-saturating (to NaN for E4M3, ±inf for E5M2). `round_to` models
+  the saturating mode for E4M3; an unclamped cast (PyTorch's eager
+  `tensor.to(torch.float8_e4m3fn)` before pytorch/pytorch#178817) gives NaN instead.
 
 Loss scaling: Micikevicius et al. 2018, "Mixed Precision Training", Sec. 3.2 and Fig. 3:
 activation gradients below fp16's smallest subnormal 2^-24 become zero; multiplying the
@@ -73,7 +76,8 @@ class Format:
 
     ``has_inf``: the all-ones exponent is reserved for ±inf and NaN (IEEE 754). Without
     it (E4M3), that exponent holds normal numbers and only the all-ones mantissa there
-    is NaN, so one mantissa pattern less is finite and an overflow saturates."""
+    is NaN, so one mantissa pattern less is finite; `round_to` saturates an overflow
+    (OFP8's saturating conversion mode)."""
 
     name: str
     exponent_bits: int
@@ -172,8 +176,9 @@ def round_to(value: float, fmt: str) -> float:
     Below the smallest normal the spacing stays 2^(emin − m) (gradual underflow to
     subnormals, then to a signed zero). Above the largest finite value: ±inf for formats
     with infinities (IEEE 754 Sec. 7.4: a result that rounds beyond the largest finite
-    value overflows), ±max for E4M3, which has none and saturates (Micikevicius et al.
-    2022, Sec. 2).
+    value overflows; OFP8's non-saturating mode for E5M2), ±max for E4M3, which has none:
+    OFP8's saturating conversion mode, as FP8 training uses it (Micikevicius et al. 2022,
+    Sec. 2). The non-saturating mode would give NaN there.
     ``value`` must be finite."""
     f = _format(fmt)
     x = check_real("value", value, None, None)

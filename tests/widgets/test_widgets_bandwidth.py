@@ -225,4 +225,4 @@ def test_model_sentence_names_the_winner_the_floor_and_the_crossover() -> None:
     assert "tercepat untuk S ini adalah recursive doubling" in tiny
     assert "paling sedikit 1,8 µs" in tiny and "S* = 2,16 MB" in tiny
     big = sentence(render_output("bandwidth", {}, locale("zh")).html)
-    assert "最快的 all-reduce 算法是Rabenseifner" in big and "NVLink SHARP" in big
+    assert "Rabenseifner（reduce-scatter + all-gather）是最快的 all-reduce 算法" in big and "NVLink SHARP" in big

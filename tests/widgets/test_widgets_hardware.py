@@ -110,7 +110,7 @@ def test_sentence_states_the_current_numbers(lang: str, size: float) -> None:
     text = sentence(out.html)
     for key in ("size_bytes", "time_nvlink4", "time_pcie5", "time_ib_ndr", "time_ethernet_100g", "nvlink_over_ib"):
         assert loc.format(hardware.OUTPUTS[key], out.values[key]) in text, (key, text)
-    latency = {"id": "latensi tetap", "zh": "固定延迟"}[lang]
+    latency = {"id": "latency tetap", "zh": "固定延迟"}[lang]
     assert (latency in text) == (size <= 1e6)
 
 

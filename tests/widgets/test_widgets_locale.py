@@ -37,6 +37,13 @@ from widgets.build.native import locale
         ("zh", "number", 21.0, "21"),
         ("id", "scientific", 1e-5, "1,0 × 10⁻⁵"),
         ("zh", "scientific", 2.5e-7, "2.5 × 10⁻⁷"),
+        # fp16's 0.1, its maximum and smallest subnormal 2⁻²⁴, bf16's epsilon 2⁻⁷
+        ("id", "exact", 0.0999755859375, "0,099975586"),
+        ("zh", "exact", 65504.0, "65,504"),
+        ("id", "exact", 2.0**-24, "5,9604645 × 10⁻⁸"),
+        ("id", "exact", 2.0**-7, "0,0078125"),
+        ("id", "exact_scientific", 2.0**-7, "7,8125 × 10⁻³"),
+        ("zh", "exact_scientific", 448.0, "4.48 × 10²"),
         ("id", "yesno", 1, "Ya"),
         ("zh", "yesno", 0, "否"),
     ],

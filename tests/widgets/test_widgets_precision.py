@@ -83,8 +83,33 @@ def test_numbers_in_both_languages() -> None:
     assert format_value("precision", "fp16_max", {}, locale("id")) == "65.504"
     assert format_value("precision", "fp16_max", {}, locale("zh")) == "65,504"
     assert format_value("precision", "recipe_total", {"recipe": "megatron-distopt"}, locale("id")) == "7,5"
-    assert widget.exact(0.0999755859375, locale("id")) == "0,099975586"
-    assert widget.exact(2.0**-24, locale("zh")) == "5.9604645 × 10⁻⁸"
+    assert format_value("precision", "rounded_value", {}, locale("id")) == "0,099975586"
+    assert format_value("precision", "fp16_min_subnormal", {}, locale("zh")) == "5.9604645 × 10⁻⁸"
+    assert format_value("precision", "max_value", {"fmt": "e5m2"}, locale("id")) == "57.344"
+    # 1e-8 × 1024 rounds to 172 subnormal steps of 2⁻²⁴; divided by 1024 again:
+    assert 172 * 2.0**-24 / 1024 == pytest.approx(1.00117177e-8, rel=1e-8)
+    assert format_value("precision", "fp16_recovered", {"value": "1e-8"}, locale("id")) == "1,0011718 × 10⁻⁸"
+    assert format_value("precision", "fp16_unscaled", {"value": "1e-6"}, locale("id")) == "1,013279 × 10⁻⁶"  # 17 · 2⁻²⁴
+
+
+def test_the_stored_value_shows_its_rounding_in_cards_table_and_sentence() -> None:
+    html = render_output("precision", {}, locale("id")).html
+    shown = re.findall(r'data-out="rounded_value"[^>]*>([^<]*)<', html)
+    assert shown and set(shown) == {"0,099975586"}
+    assert "0,099975586" in sentence_of(html)
+    assert 'data-value="0.0999755859375"' in html
+
+
+@pytest.mark.parametrize("column", ["max", "min_normal", "min_subnormal"])
+def test_each_column_of_the_format_table_reads_one_way(column: str) -> None:
+    loc = locale("id")
+    texts = [format_value("precision", f"{fmt}_{column}", {}, loc) for fmt in prec.FORMAT_NAMES]
+    if column == "max":  # exact; fp32 and bf16 as powers of ten (IEEE 754, OCP OFP8 Table 1)
+        assert texts == ["3,4028235 × 10³⁸", "65.504", "3,3895314 × 10³⁸", "448", "57.344"]
+    else:
+        assert all(" × 10" in t for t in texts), texts
+    epsilons = [format_value("precision", "epsilon", {"fmt": fmt}, loc) for fmt in prec.FORMAT_NAMES]
+    assert all(" × 10" in t for t in epsilons) and epsilons[2] == "7,8125 × 10⁻³"
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])

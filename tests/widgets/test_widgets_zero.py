@@ -211,7 +211,7 @@ def test_deepspeed_printout_is_the_estimators_table_with_the_run_marked(stage: s
         assert "SW: Model with 6738M total params, 131M largest layer params." in html
     else:
         table = ds.zero2_table(params=PSI, gpus_per_node=8, nodes=1)
-    printout = re.search(r"<pre><code>(.*?)</code></pre>", html, re.S).group(1)
+    printout = re.search(r"<pre><code[^>]*>(.*?)</code></pre>", html, re.S).group(1)
     lines = printout.split("\n")
     assert lines[1] == "HW: Setup with 1 node, 8 GPUs per node." and lines[3] == "  per CPU  |  per GPU |   Options"
     for i, r in enumerate(table):

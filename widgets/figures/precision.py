@@ -44,8 +44,10 @@ CONTROLS = (
     MODEL,
 )
 
-RANGE_KINDS = {"max": "scientific", "min_normal": "scientific", "min_subnormal": "scientific"}
-SMALL_MAX = ("fp16", "e4m3", "e5m2")  # maxima short enough to read as plain numbers (65.504)
+# A format's limits are exact (65.504, 448, 57.344, 3,4028235 × 10³⁸); the smallest values
+# and epsilon always as powers of ten, so that each column of the chapter's table of
+# formats reads one way (2⁻⁷ as 7,8125 × 10⁻³ beside fp16's 9,765625 × 10⁻⁴).
+RANGE_KINDS = {"max": "exact", "min_normal": "exact_scientific", "min_subnormal": "exact_scientific"}
 RECIPE_KEYS = {r: r.replace("-", "_") for r in prec.RECIPE_NAMES}
 
 OUTPUTS: dict[str, str] = {
@@ -53,13 +55,14 @@ OUTPUTS: dict[str, str] = {
     "exponent_bits": "integer",
     "mantissa_bits": "integer",
     "bias": "integer",
-    "max_value": "scientific",
-    "min_normal": "scientific",
-    "min_subnormal": "scientific",
-    "epsilon": "scientific",
+    "max_value": "exact",
+    "min_normal": "exact_scientific",
+    "min_subnormal": "exact_scientific",
+    "epsilon": "exact_scientific",
     "decimal_digits": "number",
     "value": "scientific",
-    "rounded_value": "scientific",
+    # Stored values with enough digits that the rounding shows (0,099975586, not 0,1).
+    "rounded_value": "exact",
     "relative_error": "scientific",
     "sign_bit": "integer",
     "exponent_field": "integer",
@@ -68,17 +71,17 @@ OUTPUTS: dict[str, str] = {
     "subnormal": "yesno",
     "underflow": "yesno",
     "saturated": "yesno",
-    **{f"{f}_{k}": ("number" if k == "max" and f in SMALL_MAX else kind)
-       for f in prec.FORMAT_NAMES for k, kind in RANGE_KINDS.items()},
+    **{f"{f}_{k}": kind for f in prec.FORMAT_NAMES for k, kind in RANGE_KINDS.items()},
     "loss_scale": "integer",
-    "fp16_unscaled": "scientific",
+    "fp16_unscaled": "exact",
     "fp16_unscaled_error": "scientific",
-    "scaled_gradient": "scientific",
-    "fp16_scaled": "scientific",
+    "fp16_unscaled_error_percent": "fraction",  # the same error as a percentage, for a worked answer
+    "scaled_gradient": "exact",
+    "fp16_scaled": "exact",
     "fp16_overflow": "yesno",
-    "fp16_recovered": "scientific",
+    "fp16_recovered": "exact",
     "fp16_recovered_error": "scientific",
-    "bf16_gradient": "scientific",
+    "bf16_gradient": "exact",
     "bf16_gradient_error": "scientific",
     **{f"{key}_bytes": "number" for key in RECIPE_KEYS.values()},
     "dp": "integer",
@@ -138,6 +141,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "loss_scale": s,
         "fp16_unscaled": plain.recovered,
         "fp16_unscaled_error": _error(x, plain.recovered),
+        "fp16_unscaled_error_percent": _error(x, plain.recovered),
         "scaled_gradient": x * s,
         # An overflow stores inf; the figure says so, the number stays finite (max).
         "fp16_scaled": prec.max_finite("fp16") if scaled.overflow else scaled.scaled,
@@ -176,7 +180,7 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     elif v["saturated"]:
         stored = loc.t(f"{NAME}.stored_saturated", fmt=fmt_label, value=f["value"], max=f["max_value"])
     else:
-        stored = loc.t(f"{NAME}.stored", fmt=fmt_label, value=f["value"], rounded=exact(v["rounded_value"], loc),
+        stored = loc.t(f"{NAME}.stored", fmt=fmt_label, value=f["value"], rounded=f["rounded_value"],
                        error=f["relative_error"])
     if v["loss_scale"] == 1:
         scaling = loc.t(f"{NAME}.scaling_none", unscaled=f["fp16_unscaled_error"], bf16=f["bf16_gradient_error"])
@@ -194,22 +198,6 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     sentence = esc(join_sentences(stored, scaling, state_text))
     return (f'{cards}{figure(state, v, f, loc)}<p class="w-sentence">{sentence}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
-
-
-def exact(value: float, loc: Locale) -> str:
-    """A stored value with up to 8 significant digits, in the locale's marks: the digits
-    that a rounding kept (0,099975586), which three-digit formats would hide."""
-    if value == 0:
-        return "0"
-    text = f"{value:.8g}"
-    mantissa, _, exponent = text.partition("e")
-    mantissa = mantissa.replace(".", loc.decimal)
-    if not exponent:
-        whole, _, fraction = mantissa.partition(loc.decimal)
-        grouped = loc.fixed(float(whole), 0) if abs(float(whole)) >= 1000 else whole
-        return grouped + (loc.decimal + fraction if fraction else "")
-    power = str(int(exponent)).translate(SUPERSCRIPT)
-    return f"{mantissa} × 10{power}"
 
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -251,12 +239,12 @@ def _bits_svg(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale, tit
     if v["subnormal"] or v["underflow"]:
         formula = loc.t(f"{NAME}.figure.formula_subnormal", sign=loc.integer(v["sign_bit"]),
                         emin=loc.integer(v["unbiased_exponent"]), mantissa=loc.integer(v["mantissa_field"]),
-                        scale=loc.integer(2 ** f.mantissa_bits), value=exact(v["rounded_value"], loc))
+                        scale=loc.integer(2 ** f.mantissa_bits), value=loc.exact(v["rounded_value"]))
     else:
         formula = loc.t(f"{NAME}.figure.formula", sign=loc.integer(v["sign_bit"]),
                         exponent=loc.integer(v["exponent_field"]), bias=loc.integer(v["bias"]),
                         mantissa=loc.integer(v["mantissa_field"]), scale=loc.integer(2 ** f.mantissa_bits),
-                        value=exact(v["rounded_value"], loc))
+                        value=loc.exact(v["rounded_value"]))
     parts.append(f'<text class="w-fig-note" x="{num(left)}" y="{num(top + 54)}">{esc(formula)}</text>')
     return svg("w-precision-bits", WIDTH, 78, "".join(parts), title, desc)
 
@@ -344,10 +332,10 @@ def _scaling_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, titl
                  f'{esc(scaled_label)}</text>')
     # What each path keeps, one line each.
     lines = [
-        loc.t(f"{NAME}.figure.keep_unscaled", stored=exact(v["fp16_unscaled"], loc), error=f["fp16_unscaled_error"]),
+        loc.t(f"{NAME}.figure.keep_unscaled", stored=f["fp16_unscaled"], error=f["fp16_unscaled_error"]),
         loc.t(f"{NAME}.figure.keep_overflow" if v["fp16_overflow"] else f"{NAME}.figure.keep_scaled",
-              scale=f["loss_scale"], stored=exact(v["fp16_recovered"], loc), error=f["fp16_recovered_error"]),
-        loc.t(f"{NAME}.figure.keep_bf16", stored=exact(v["bf16_gradient"], loc), error=f["bf16_gradient_error"]),
+              scale=f["loss_scale"], stored=f["fp16_recovered"], error=f["fp16_recovered_error"]),
+        loc.t(f"{NAME}.figure.keep_bf16", stored=f["bf16_gradient"], error=f["bf16_gradient_error"]),
     ]
     y = arrow_y + 34
     for i, text in enumerate(lines):
@@ -410,14 +398,14 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
                          exponent=f["exponent_bits"], mantissa=f["mantissa_bits"])
     bits_desc = loc.t(f"{NAME}.figure.bits_desc", fmt=fmt, value=f["value"], sign=f["sign_bit"],
                       exponent=f["exponent_field"], mantissa=f["mantissa_field"],
-                      rounded=exact(v["rounded_value"], loc), error=f["relative_error"])
+                      rounded=f["rounded_value"], error=f["relative_error"])
     range_heading = loc.t(f"{NAME}.figure.range")
     range_desc = loc.t(f"{NAME}.figure.range_desc", fp32=f["fp32_max"], fp16=f["fp16_max"], bf16=f["bf16_max"],
                        e4m3=f["e4m3_max"], e5m2=f["e5m2_max"], sub=f["fp16_min_subnormal"])
     scaling_heading = loc.t(f"{NAME}.figure.scaling", scale=f["loss_scale"])
     scaling_desc = loc.t(f"{NAME}.figure.scaling_desc", value=f["value"], scale=f["loss_scale"],
-                         unscaled=exact(v["fp16_unscaled"], loc), recovered=exact(v["fp16_recovered"], loc),
-                         bf16=exact(v["bf16_gradient"], loc))
+                         unscaled=f["fp16_unscaled"], recovered=f["fp16_recovered"],
+                         bf16=f["bf16_gradient"])
     recipes_heading = loc.t(f"{NAME}.figure.recipes", dp=f["dp"])
     recipes_desc = loc.t(f"{NAME}.figure.recipes_desc", dp=f["dp"], **{
         RECIPE_KEYS[r]: f[RECIPE_KEYS[r] + "_bytes"] for r in prec.RECIPE_NAMES})

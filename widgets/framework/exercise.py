@@ -29,7 +29,7 @@ from .html import attrs, esc
 from .locale import Locale, NumberError, SUPERSCRIPT, plain_number
 
 #: Output kinds (widgets.framework.spec.OUTPUT_KINDS) that are plain numbers: counts, ratios, fractions.
-DIMENSIONLESS = ("count", "integer", "number", "scientific", "ratio", "fraction")
+DIMENSIONLESS = ("count", "integer", "number", "scientific", "exact", "exact_scientific", "ratio", "fraction")
 
 
 @dataclass(frozen=True)

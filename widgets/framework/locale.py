@@ -213,6 +213,20 @@ class Locale:
         text = f"{self.fixed(mantissa, 1)} × 10{str(exponent).translate(SUPERSCRIPT)}"
         return f"{text} {unit}".strip()
 
+    def exact(self, value: float, *, scientific: bool = False) -> str:
+        """Up to eight significant digits, trailing zeros dropped, so that a rounding shows
+        (0,099975586 rather than 0,1) and a format's limit reads exactly (65.504).
+        Plain notation from 10⁻³ up to 10⁷, otherwise (or always, if `scientific`, for a
+        table column that must read one way) a power of ten: 5,9604645 × 10⁻⁸."""
+        if value == 0:
+            return "0"
+        mantissa, _, power = f"{value:.7e}".partition("e")
+        exponent = int(power)
+        if not scientific and -3 <= exponent < 7:
+            digits = max(0, 7 - exponent)
+            return self._trim(self.fixed(float(f"{value:.7e}"), digits))
+        return f"{self._trim(self.fixed(float(mantissa), 7))} × 10{str(exponent).translate(SUPERSCRIPT)}"
+
     def seconds(self, value: float) -> str:
         """A duration in the largest unit that keeps the number at least 1: 17,1 tahun."""
         for unit in ("year", "day", "hour", "minute"):
@@ -273,6 +287,10 @@ class Locale:
             return self.number(value)
         if kind == "scientific":  # a small tolerance such as 1,0 × 10⁻⁵
             return self.scientific(value)
+        if kind == "exact":  # a stored value whose rounding must show: 0,099975586
+            return self.exact(value)
+        if kind == "exact_scientific":  # the same, always × 10ⁿ: one notation per column
+            return self.exact(value, scientific=True)
         if kind == "ratio":
             return self.ratio(value)
         if kind == "fraction":

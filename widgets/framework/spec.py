@@ -19,7 +19,7 @@ from .locale import plain_number
 
 OUTPUT_KINDS = (
     "bytes", "seconds", "flops", "flops_per_s", "bytes_per_s",
-    "count", "integer", "number", "scientific", "ratio", "fraction", "yesno",
+    "count", "integer", "number", "scientific", "exact", "exact_scientific", "ratio", "fraction", "yesno",
 )
 
 
