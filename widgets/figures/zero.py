@@ -294,16 +294,24 @@ def _comm_svg(stage: int, v: Mapping[str, float], f: Mapping[str, str], loc: Loc
         rows.append((loc.t("zero.figure.stage_row", stage=loc.integer(stage)), "w-c6", v["sent_per_gpu_bytes"], text))
     hi = max(v["dp_sent_per_gpu_bytes"], v["sent_per_gpu_bytes"])
     scale = (bar_end - bar_x) / hi if hi > 0 else 0.0
+    parts = _bar_rows(rows, label_x=label_x, bar_x=bar_x, scale=scale, top=2, pitch=24)
+    return svg("w-zero-comm", WIDTH, 4 + len(rows) * 24, "".join(parts), title, desc)
+
+
+def _bar_rows(rows: list[tuple[str, str, float, str]], *, label_x: float, bar_x: float, scale: float,
+              top: float, pitch: float) -> list[str]:
+    """Horizontal bars, one a row: the label left of the bar, the value inside a long bar
+    or just past a short one."""
     parts = []
     for i, (label, cls, value, text) in enumerate(rows):
-        y = 2 + i * 24
+        y = top + i * pitch
         end = bar_x + value * scale
-        inside = end - bar_x > 150  # the longer bar carries its label inside
+        inside = end - bar_x > 150
         parts.append(f'<text class="w-fig-note" x="{num(label_x)}" y="{y + 13}" text-anchor="end">{esc(label)}</text>'
-                     f'<rect class="{cls}" x="{num(bar_x)}" y="{y}" width="{num(value * scale)}" height="18"/>'
-                     f'<text class="w-fig-value{" w-on-bar" if inside else ""}" x="{num(end - 5 if inside else end + 5)}" y="{y + 13}"'
-                     f' text-anchor="{"end" if inside else "start"}">{esc(text)}</text>')
-    return svg("w-zero-comm", WIDTH, 4 + len(rows) * 24, "".join(parts), title, desc)
+                     f'<rect class="{cls}" x="{num(bar_x)}" y="{y}" width="{num(max(value * scale, 0.0))}" height="18"/>'
+                     f'<text class="w-fig-value{" w-on-bar" if inside else ""}" x="{num(end - 5 if inside else end + 5)}"'
+                     f' y="{y + 13}" text-anchor="{"end" if inside else "start"}">{esc(text)}</text>')
+    return parts
 
 
 def _offload_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str, desc: str) -> str:
@@ -312,17 +320,9 @@ def _offload_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, titl
     label_x, bar_x, bar_end = 40.0, 46.0, 392.0
     hi = max(v["gpu_state_bytes"], v["cpu_state_bytes"], v["gpu_memory_bytes"]) * 1.02
     scale = (bar_end - bar_x) / hi
-    parts = []
-    rows = ((loc.t("zero.figure.gpu_row"), "w-c1", v["gpu_state_bytes"], f["gpu_state_bytes"]),
-            (loc.t("zero.figure.cpu_row"), "w-c3", v["cpu_state_bytes"], f["cpu_state_bytes"]))
-    for i, (label, cls, value, text) in enumerate(rows):
-        y = 4 + i * 26
-        end = bar_x + value * scale
-        inside = end - bar_x > 150  # a long bar carries its value inside
-        parts.append(f'<text class="w-fig-note" x="{num(label_x)}" y="{y + 13}" text-anchor="end">{esc(label)}</text>'
-                     f'<rect class="{cls}" x="{num(bar_x)}" y="{y}" width="{num(max(value * scale, 0.0))}" height="18"/>'
-                     f'<text class="w-fig-value{" w-on-bar" if inside else ""}" x="{num(end - 5 if inside else end + 5)}"'
-                     f' y="{y + 13}" text-anchor="{"end" if inside else "start"}">{esc(text)}</text>')
+    rows = [(loc.t("zero.figure.gpu_row"), "w-c1", v["gpu_state_bytes"], f["gpu_state_bytes"]),
+            (loc.t("zero.figure.cpu_row"), "w-c3", v["cpu_state_bytes"], f["cpu_state_bytes"])]
+    parts = _bar_rows(rows, label_x=label_x, bar_x=bar_x, scale=scale, top=4, pitch=26)
     gpu_x = bar_x + v["gpu_memory_bytes"] * scale
     parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="0" x2="{num(gpu_x)}" y2="26"/>')
     parts.append(line_label(gpu_x, 68, esc(loc.t("zero.figure.gpu_line", memory=f["gpu_memory_bytes"])), WIDTH))
