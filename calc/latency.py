@@ -114,6 +114,11 @@ class AlphaBeta:
     reduce_s: float
     time_s: float
 
+    @property
+    def latency_share(self) -> float:
+        """latency_s / time_s: the part of the time spent on the α terms."""
+        return self.latency_s / self.time_s
+
 
 def _log2_steps(n: int) -> int:
     """⌈log2 n⌉, exactly, for integers (no float rounding at powers of two)."""

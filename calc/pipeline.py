@@ -344,6 +344,12 @@ class ScheduleSummary:
     peak_in_flight: tuple[float, ...]
     period: float
 
+    @property
+    def idle_per_period(self) -> float:
+        """period − busy_time: one stage's idle time per step period, the quantity of the
+        papers' bubble formulas (``bubble_time``)."""
+        return self.period - self.busy_time
+
 
 # An op in a stage's order: (kind, microbatch, chunk), and for DualPipe's overlapped
 # pair ("FB", forward microbatch, forward chunk, backward microbatch, backward chunk).

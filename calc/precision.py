@@ -199,10 +199,12 @@ def relative_error(value: float, fmt: str) -> float:
     the value underflows to zero, 0 for an exact value or zero. An overflow to inf gives
     inf."""
     x = check_real("value", value, None, None)
-    if x == 0.0:
-        return 0.0
-    rounded = round_to(x, fmt)
-    return abs(rounded - x) / abs(x)
+    return _relative(x, round_to(x, fmt))
+
+
+def _relative(exact: float, stored: float) -> float:
+    """|stored − exact| / |exact|, 0 for an exact zero."""
+    return 0.0 if exact == 0.0 else abs(stored - exact) / abs(exact)
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,11 @@ class Encoding:
     exponent: int
     mantissa: int
     subnormal: bool
+
+    def unbiased_exponent(self, fmt: str) -> int:
+        """e − bias for a normal value, emin for zero and subnormals (their scale)."""
+        f = _format(fmt)
+        return f.emin if self.subnormal or self.exponent == 0 else self.exponent - f.bias
 
     def bits(self, fmt: str) -> str:
         """The fields as a string of 0/1, sign first."""
@@ -255,11 +262,13 @@ class LossScaled:
     ``scaled``: S·g rounded to fp16 (what backward stores); ``overflow``: S·g rounded to
     inf, so a dynamic loss scaler skips the step and lowers S; ``recovered``: the
     fp16 value divided by S in fp32 (exact, S a power of two), what the optimizer gets
-    (0 when the step is skipped)."""
+    (0 when the step is skipped); ``recovered_error``: |recovered − g|/|g| (1 for a
+    skipped step or a gradient lost to underflow)."""
 
     scaled: float
     overflow: bool
     recovered: float
+    recovered_error: float
 
 
 def loss_scaled(gradient: float, loss_scale: float, fmt: str = "fp16") -> LossScaled:
@@ -272,8 +281,9 @@ def loss_scaled(gradient: float, loss_scale: float, fmt: str = "fp16") -> LossSc
         raise ValueError(f"loss_scale must be a power of two from 1 to {MAX_LOSS_SCALE:g}, got {loss_scale}")
     scaled = round_to(g * s, fmt)
     if math.isinf(scaled):
-        return LossScaled(scaled=scaled, overflow=True, recovered=0.0)
-    return LossScaled(scaled=scaled, overflow=False, recovered=round_to(scaled / s, "fp32"))
+        return LossScaled(scaled=scaled, overflow=True, recovered=0.0, recovered_error=_relative(g, 0.0))
+    recovered = round_to(scaled / s, "fp32")
+    return LossScaled(scaled=scaled, overflow=False, recovered=recovered, recovered_error=_relative(g, recovered))
 
 
 # -- recipes: bytes per parameter -----------------------------------------------------

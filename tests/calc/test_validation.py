@@ -235,6 +235,7 @@ def test_every_public_function_is_covered() -> None:
         "models.expert_param_count",
         "models.forward_flops",
         "utilization.model_flops_per_token",
+        "utilization.model_flops_over_6n",
         "utilization.hardware_flops_per_token",
         "collectives.all_gather",
         "collectives.reduce_scatter",

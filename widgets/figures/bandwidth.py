@@ -127,7 +127,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "tree_s": ring["tree"].time_s,
         "nvls_s": nvls.time_s,
         "ring_crossover_bytes": lat.crossover_bytes("all_reduce", "ring", ranks=n, **link),
-        "ring_latency_fraction": ring["ring"].latency_s / ring["ring"].time_s,
+        "ring_latency_fraction": ring["ring"].latency_share,
     }
 
 

@@ -50,7 +50,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "mfu_6n": r.mfu_6n,
         "mfu": r.mfu,
         "counted_utilization": r.counted_utilization,
-        "model_over_6n": r.model_flops_per_token / r.flops_per_token_6n,
+        "model_over_6n": r.model_over_6n,
     }
 
 

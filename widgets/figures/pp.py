@@ -120,7 +120,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "total_units": summary.total_time,
         "in_flight": summary.peak_in_flight[0],
         "activation_transfer_bytes": pipeline.activation_transfer_bytes(hidden=model.hidden, seq_len=model.seq_len),
-        "bubble_units": summary.period - summary.busy_time,
+        "bubble_units": summary.idle_per_period,
         "bubble_units_formula": formula_units,
         "in_flight_max": max(summary.peak_in_flight),
         "param_copies": copies,

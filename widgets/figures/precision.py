@@ -96,10 +96,6 @@ OUTPUTS: dict[str, str] = {
 }
 
 
-def _error(exact: float, stored: float) -> float:
-    return abs(stored - exact) / abs(exact)
-
-
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     fmt = state["fmt"]
     f = prec.FORMATS[fmt]
@@ -125,7 +121,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "sign_bit": enc.sign,
         "exponent_field": enc.exponent,
         "mantissa_field": enc.mantissa,
-        "unbiased_exponent": (f.emin if enc.subnormal or enc.exponent == 0 else enc.exponent - f.bias),
+        "unbiased_exponent": enc.unbiased_exponent(fmt),
         "subnormal": 1 if enc.subnormal else 0,
         "underflow": 1 if rounded == 0.0 else 0,
         "saturated": 1 if abs(x) > prec.max_finite(fmt) else 0,
@@ -140,16 +136,16 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     values.update({
         "loss_scale": s,
         "fp16_unscaled": plain.recovered,
-        "fp16_unscaled_error": _error(x, plain.recovered),
-        "fp16_unscaled_error_percent": _error(x, plain.recovered),
+        "fp16_unscaled_error": plain.recovered_error,
+        "fp16_unscaled_error_percent": plain.recovered_error,
         "scaled_gradient": x * s,
         # An overflow stores inf; the figure says so, the number stays finite (max).
         "fp16_scaled": prec.max_finite("fp16") if scaled.overflow else scaled.scaled,
         "fp16_overflow": 1 if scaled.overflow else 0,
         "fp16_recovered": scaled.recovered,
-        "fp16_recovered_error": _error(x, scaled.recovered),
+        "fp16_recovered_error": scaled.recovered_error,
         "bf16_gradient": bf16,
-        "bf16_gradient_error": _error(x, bf16),
+        "bf16_gradient_error": prec.relative_error(x, "bf16"),
     })
     for recipe, key in RECIPE_KEYS.items():
         values[f"{key}_bytes"] = prec.state_bytes_per_param(recipe, dp=d)

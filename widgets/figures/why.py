@@ -18,7 +18,7 @@ from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import StateBytes
 from calc.precision import recipe_bytes
 from calc.models import MODELS, param_count
-from calc.utilization import model_flops_per_token
+from calc.utilization import model_flops_over_6n, model_flops_per_token
 
 from ..framework.html import details_table, esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
@@ -111,7 +111,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     sustained = peak * state["mfu"]
     values.update({
         "model_flops_per_token": per_token,
-        "flops_over_6n": model_flops / flops,
+        "flops_over_6n": model_flops_over_6n(model),
         "model_flops": model_flops,
         "peak_flops": peak,
         "mfu": state["mfu"],
