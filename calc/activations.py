@@ -43,14 +43,17 @@ from ._check import (
 __all__ = [
     "RECOMPUTE_MODES",
     "ActivationTerm",
+    "LongerSequence",
     "activation_bytes",
     "activation_bytes_per_layer",
     "activation_terms_per_layer",
     "attention_score_bytes_per_layer",
     "attention_score_factor",
+    "longer_sequence",
     "peak_activation_bytes",
     "recompute_overhead",
     "rematerialized_bytes",
+    "sbh_coefficient",
     "selective_overhead_eq8",
 ]
 
@@ -102,6 +105,31 @@ def activation_bytes_per_layer(
     if sp:
         return sbh / t * (34.0 + attention_scores)
     return sbh * (10.0 + 24.0 / t + attention_scores / t)
+
+
+def sbh_coefficient(
+    *,
+    hidden: int,
+    heads: int,
+    seq_len: int,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """One layer's activation bytes per GPU over s·b·h: the bracket of Korthikanti et al.
+    2022, Table 2 (h = ``hidden``, a = ``heads``, s = ``seq_len``, t = ``tp``), which does
+    not depend on b: 34 + 5as/h (Eq. 1), 10 + 24/t + 5as/(ht), (34 + 5as/h)/t,
+    10 + 24/t, 34/t, 2.
+
+    Llama 2 7B at 4,096 tokens: 34 + 160 = 194. GPT-3 175B (h 12,288, a 96) at 2,048
+    tokens and t = 8: 10 + 24/8 + 80/8 = 23; with sequence parallelism and selective
+    recomputation 34/8 = 4.25 (the paper's Sec. 5 example).
+    """
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    per_layer = activation_bytes_per_layer(hidden=h, heads=heads, seq_len=s, micro_batch=1, tp=tp,
+                                           sequence_parallel=sequence_parallel, recompute=recompute)
+    return per_layer / (float(s) * h)
 
 
 @dataclass(frozen=True)
@@ -351,3 +379,36 @@ def selective_overhead_eq8(*, layers: int, hidden: int, vocab: int, seq_len: int
     """
     attention, bracket = _flops_terms(layers, hidden, vocab, seq_len)
     return attention / bracket
+
+
+@dataclass(frozen=True)
+class LongerSequence:
+    """What stretching the sequence from s to k·s does to one layer's activations
+    without recomputation (Korthikanti et al. 2022, Eq. 1, A = s·b·h·(34 + 5as/h)).
+
+    ``score_factor`` is 5as/h at s, ``longer_score_factor`` 5a(ks)/h at k·s;
+    ``growth_same_b`` is A(k·s, b)/A(s, b) = k·(34 + 5aks/h)/(34 + 5as/h), the same
+    sequences per micro-batch; ``growth_same_tokens`` is A(k·s, b/k)/A(s, b)
+    = (34 + 5aks/h)/(34 + 5as/h), the same tokens s·b per micro-batch. With selective
+    recomputation (no 5as/h term) they would be k and 1.
+    """
+
+    score_factor: float
+    longer_score_factor: float
+    growth_same_b: float
+    growth_same_tokens: float
+
+
+def longer_sequence(*, hidden: int, heads: int, seq_len: int, factor: int = 2) -> LongerSequence:
+    """One layer's activation bytes at ``factor``·s against s (Korthikanti et al. 2022,
+    Eq. 1; see ``LongerSequence``). Llama 2 7B (h 4,096, a 32) from 4,096 to 8,192
+    tokens: 5as/h 160 → 320, growth 2·354/194 = 3.65 at the same b, 354/194 = 1.82 at
+    the same tokens per micro-batch."""
+    k = check_int("factor", factor, 1, MAX_SEQ_LEN)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    check_int("seq_len", s * k, 1, MAX_SEQ_LEN)
+    before = attention_score_factor(hidden=hidden, heads=heads, seq_len=s)
+    after = attention_score_factor(hidden=hidden, heads=heads, seq_len=s * k)
+    same_tokens = (34.0 + after) / (34.0 + before)
+    return LongerSequence(score_factor=before, longer_score_factor=after,
+                          growth_same_b=k * same_tokens, growth_same_tokens=same_tokens)

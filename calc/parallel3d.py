@@ -1,10 +1,11 @@
 """3D parallelism: tensor (t) × pipeline (p) × data (d) parallel GPUs.
 
 Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
-Using Megatron-LM" (PTD-P), Sec. 3: n = t·p·d GPUs, tensor parallelism inside a node,
-pipeline stages across nodes, data parallelism on top; with global batch B and
-micro-batch b each pipeline runs m = B/(d·b) micro-batches (Sec. 3.2), bubble
-(p−1)/(m+p−1) of the step time (Sec. 2.2.1, ``bubble_fraction_of_time`` as in
+Using Megatron-LM" (PTD-P), Sec. 3: G = t·p·d GPUs (the paper writes n), tensor
+parallelism inside a node, pipeline stages across nodes, data parallelism on top;
+with global batch B and micro-batch b each pipeline runs m = B/(d·b) micro-batches
+(Sec. 3.2), bubble (p−1)/(m+p−1) of the step time (Sec. 2.2.1,
+``bubble_fraction_of_time`` as in
 ``calc.pipeline``). Optionally ZeRO over the data-parallel group
 (Rajbhandari et al. 2019, Sec. 5) on each GPU's 1/(t·p) share of the model.
 Seed 000, step 6 defaults: 8 TP × 4 PP × 8 DP with ZeRO-1, Llama 2 7B, 2T tokens.
@@ -33,8 +34,11 @@ from .zero import ZERO_STAGES, state_per_gpu_bytes as _zero_state
 
 __all__ = [
     "bubble_fraction_of_time",
+    "bubble_stretch",
     "gpus",
+    "ideal_train_seconds",
     "microbatches_per_pipeline",
+    "model_parallel_size",
     "nodes",
     "state_per_gpu_bytes",
     "train_seconds",
@@ -55,13 +59,24 @@ def _tpd(tp: int, pp: int, dp: int) -> tuple[int, int, int]:
 
 
 def gpus(*, tp: int, pp: int, dp: int) -> int:
-    """n = t · p · d (Narayanan et al. 2021, Sec. 3). 8 × 4 × 8 = 256."""
+    """G = t · p · d (Narayanan et al. 2021, Sec. 3, who write n). 8 × 4 × 8 = 256."""
     t, p, d = _tpd(tp, pp, dp)
     return t * p * d
 
 
+def model_parallel_size(*, tp: int, pp: int) -> int:
+    """t · p, the GPUs that hold one copy of the model (one pipeline of tensor-parallel
+    groups); each holds Ψ/(t·p) parameters (Narayanan et al. 2021, Sec. 3: the
+    "model-parallel size"). 8 × 4 = 32."""
+    t = check_int("tp", tp, 1, MAX_GPUS)
+    p = check_int("pp", pp, 1, MAX_GPUS)
+    if t * p > MAX_GPUS:
+        raise ValueError(f"tp × pp must be at most {MAX_GPUS} GPUs, got {t} × {p} = {t * p}")
+    return t * p
+
+
 def nodes(*, tp: int, pp: int, dp: int, gpus_per_node: int = GPUS_PER_NODE) -> int:
-    """Servers needed: ceil(n / GPUs per node), 8 GPUs per node by default.
+    """Servers needed: ceil(G / GPUs per node), 8 GPUs per node by default.
     256 GPUs: 32 nodes."""
     g = check_int("gpus_per_node", gpus_per_node, 1, 1024)
     return math.ceil(gpus(tp=tp, pp=pp, dp=dp) / g)
@@ -117,6 +132,34 @@ def bubble_fraction_of_time(
     return _bubble_fraction_of_time(p, m)
 
 
+def ideal_train_seconds(
+    *,
+    params: float,
+    tokens: float,
+    tp: int,
+    pp: int,
+    dp: int,
+    flops_per_gpu: float = _FLOPS,
+) -> float:
+    """Training time without bubble and communication, T = 6·Ψ·D / (G · X), G = t·p·d
+    (Kaplan et al. 2020 Sec. 2.1: 6 FLOP per parameter per token). Llama 2 7B, 2T
+    tokens, 8 × 4 × 8 at 150 TFLOP/s: 2.106e6 s (24.4 days)."""
+    ps = check_real("params", params, 0, MAX_PARAMS)
+    dt = check_real("tokens", tokens, 0, MAX_TOKENS)
+    f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
+    n = gpus(tp=tp, pp=pp, dp=dp)
+    return FLOPS_PER_PARAM_PER_TOKEN * ps * dt / (n * f)
+
+
+def bubble_stretch(
+    *, pp: int, dp: int, global_batch: int = GLOBAL_BATCH_SEQS, micro_batch: int = 1
+) -> float:
+    """How much the bubble lengthens a step, 1/(1 − bubble) = (m + p − 1)/m
+    (Narayanan et al. 2021, Sec. 2.2.1; bubble from ``bubble_fraction_of_time``).
+    p = 4, d = 16 (m = 64): 67/64 = 1.047."""
+    return 1.0 / (1.0 - bubble_fraction_of_time(pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch))
+
+
 def train_seconds(
     *,
     params: float,
@@ -130,14 +173,11 @@ def train_seconds(
 ) -> float:
     """Training time with the bubble, without communication:
 
-        T = 6·N·D / (n · F) / (1 − bubble)
+        T = 6·Ψ·D / (G · X) / (1 − bubble)
 
-    (Kaplan et al. 2020 Sec. 2.1; bubble from ``bubble_fraction_of_time``). Llama 2 7B,
+    (``ideal_train_seconds``; bubble from ``bubble_fraction_of_time``). Llama 2 7B,
     2T tokens, 8 × 4 × 8 at 150 TFLOP/s: 2.156e6 s (24.9 days).
     """
-    ps = check_real("params", params, 0, MAX_PARAMS)
-    dt = check_real("tokens", tokens, 0, MAX_TOKENS)
-    f = check_real("flops_per_gpu", flops_per_gpu, 0, MAX_FLOPS_PER_S, lo_inclusive=False)
-    n = gpus(tp=tp, pp=pp, dp=dp)
+    ideal = ideal_train_seconds(params=params, tokens=tokens, tp=tp, pp=pp, dp=dp, flops_per_gpu=flops_per_gpu)
     idle = bubble_fraction_of_time(pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch)
-    return FLOPS_PER_PARAM_PER_TOKEN * ps * dt / (n * f) / (1.0 - idle)
+    return ideal / (1.0 - idle)

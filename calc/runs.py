@@ -1,6 +1,6 @@
 """Published layouts of real training runs, evaluated with the planner's model.
 
-Each ``Run`` is a layout as its paper gives it: n = t·cp·p·d GPUs, ep carved out of
+Each ``Run`` is a layout as its paper gives it: G = t·cp·p·d GPUs, ep carved out of
 cp·d for an MoE model, the ZeRO stage its data parallelism matches, the sequence length
 and global batch, the GPU's memory and links, and the throughput the run achieved.
 ``evaluate`` puts it through ``calc.planner.layout_memory`` and ``layout_times``;
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ._check import check_choice
 from .hardware import GPUS, INTERCONNECTS
 from .models import ALL_MODELS, ModelConfig, active_param_count
+from .pipeline import in_flight_microbatches, layers_per_stage
 from .planner import RunSpec, inside_node, layout_memory, layout_times, model_args, run_spec
 
 __all__ = [
@@ -99,13 +100,47 @@ class Run:
 
     @property
     def microbatches(self) -> int:
-        """m = B/d: one sequence per micro-batch (``assumed``)."""
+        """m = B/(d·b) with b = 1: one sequence per micro-batch (``assumed``)."""
         return self.global_batch // self.dp
 
     @property
     def tokens_per_gpu(self) -> int:
         """The tokens of one sequence on one GPU, s/cp."""
         return self.seq_len // self.cp
+
+    @property
+    def chunks(self) -> int:
+        """The 2·cp equal chunks of the balanced split for the causal mask (each GPU
+        holds chunks i and 2·cp − 1 − i; Llama 3, Sec. 3.3.2; ``calc.context``)."""
+        return 2 * self.cp
+
+    @property
+    def chunk_tokens(self) -> int:
+        """Tokens of one chunk of the balanced split, s/(2·cp). 131,072/32 = 4,096."""
+        return self.seq_len // self.chunks
+
+    @property
+    def layers(self) -> int:
+        """L, the model's transformer layers."""
+        return self.config.layers
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Layers charged to every stage, those of the most loaded one: ⌈L/p⌉
+        (``calc.pipeline.layers_per_stage``). DeepSeek-V3: ⌈61/16⌉ = 4."""
+        return layers_per_stage(self.layers, self.pp)
+
+    @property
+    def in_flight(self) -> int:
+        """Micro-batches the first stage holds at once under 1F1B, min(p, m)
+        (``calc.pipeline.in_flight_microbatches``)."""
+        return in_flight_microbatches(pp=self.pp, microbatches=self.microbatches, schedule="1f1b")
+
+    @property
+    def expert_replicas(self) -> int:
+        """GPUs that hold the same routed experts, the expert-data-parallel size
+        cp·d/ep (Megatron-Core's expert grid, ``calc.planner``). DeepSeek-V3: 128/64 = 2."""
+        return self.cp * self.dp // self.ep
 
     @property
     def config(self) -> ModelConfig:
@@ -220,8 +255,8 @@ class Step:
 
 def build_up(run: Run) -> tuple[Step, ...]:
     """The run's dimensions added one at a time (``BUILD_STEPS``), each step keeping the
-    GPU count: data parallelism over all n GPUs with ZeRO-1, then t (d = n/t), then p
-    (d = n/(t·cp·p)), then cp (d = n/(t·cp·p)), then ep, and last the run's own ZeRO
+    GPU count: data parallelism over all G GPUs with ZeRO-1, then t (d = G/t), then p
+    (d = G/(t·cp·p)), then cp (d = G/(t·cp·p)), then ep, and last the run's own ZeRO
     stage. A dimension the run does not use (or ZeRO-1 itself) leaves its step equal to
     the one before. Every step holds one sequence per micro-batch and min(p, m) of
     them in flight, m the run's own (the memory does not depend on how B splits)."""

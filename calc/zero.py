@@ -23,7 +23,9 @@ from .hardware import GPUS
 from .memory import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, StateBytes
 
 __all__ = [
+    "FIGURE1_PARAMS",
     "ZERO_STAGES",
+    "bytes_per_param",
     "comm_over_dp",
     "fits",
     "reduction",
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 ZERO_STAGES = (0, 1, 2, 3)  # 0 = plain data parallelism; 1 = P_os, 2 = P_os+g, 3 = P_os+g+p
+FIGURE1_PARAMS = 7.5e9  # ZeRO Fig. 1 and Table 1: the 7.5B-parameter model (Ψ) of the worked figure
 
 
 def _args(params: float, dp: int, zero_stage: int) -> tuple[float, int, int]:
@@ -92,6 +95,21 @@ def state_per_gpu_bytes(
     ).total
 
 
+def bytes_per_param(
+    *, dp: int, zero_stage: int, optimizer_bytes: float = OPTIMIZER_BYTES, grad_bytes: float = GRAD_BYTES
+) -> float:
+    """Per-GPU training state in bytes per parameter, the coefficient of Ψ in ZeRO
+    Sec. 5 / Fig. 1 (N_d = ``dp``, K = ``optimizer_bytes``):
+
+        stage 0: 2 + 2 + K      stage 1: 4 + K/N_d
+        stage 2: 2 + (2 + K)/N_d  stage 3: (2 + 2 + K)/N_d
+
+    N_d = 8, K = 12: 16, 5.5, 3.75, 2. ``grad_bytes`` replaces the gradients' 2."""
+    k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
+    g = check_real("grad_bytes", grad_bytes, 0, MAX_OPTIMIZER_BYTES)
+    return state_per_gpu_bytes(params=1.0, dp=dp, zero_stage=zero_stage, optimizer_bytes=k, grad_bytes=g)
+
+
 def reduction(
     *, dp: int, zero_stage: int, optimizer_bytes: float = OPTIMIZER_BYTES, grad_bytes: float = GRAD_BYTES
 ) -> float:
@@ -100,8 +118,7 @@ def reduction(
     N_d = 8, stage 1: 16/5.5 = 2.909. ``grad_bytes`` replaces the gradients' 2."""
     k = check_real("optimizer_bytes", optimizer_bytes, 0, MAX_OPTIMIZER_BYTES)
     g = check_real("grad_bytes", grad_bytes, 0, MAX_OPTIMIZER_BYTES)
-    per_gpu = state_per_gpu_bytes(params=1.0, dp=dp, zero_stage=zero_stage, optimizer_bytes=k, grad_bytes=g)
-    return (WEIGHT_BYTES + g + k) / per_gpu
+    return (WEIGHT_BYTES + g + k) / bytes_per_param(dp=dp, zero_stage=zero_stage, optimizer_bytes=k, grad_bytes=g)
 
 
 def sent_per_gpu_elements(*, params: float, dp: int, zero_stage: int) -> float:

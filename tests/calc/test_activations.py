@@ -246,3 +246,36 @@ def test_score_factor_is_80_for_gpt3_64_for_mt_nlg_and_160_for_llama2_7b() -> No
     s, b, h, a = 4096, 2, 4096, 32
     assert attention_score_bytes_per_layer(**shape_kw(s, b, h, a)) == pytest.approx(
         s * b * h * attention_score_factor(hidden=h, heads=a, seq_len=s))
+
+
+def test_longer_sequence_doubles_the_linear_term_and_quadruples_the_scores() -> None:
+    """Eq. 1 at 2s against s: the 34·sbh term doubles, the 5as²b term quadruples, so the
+    growth is 2(34 + 2x)/(34 + x) with x = 5as/h; Llama 2 7B (x = 160, Sec. 5's
+    5as/h for its shape): 2·354/194. Invariant: it equals the ratio of the layer's bytes."""
+    from calc.activations import activation_bytes_per_layer, longer_sequence
+
+    r = longer_sequence(hidden=4096, heads=32, seq_len=4096, factor=2)
+    assert (r.score_factor, r.longer_score_factor) == (160, 320)
+    assert r.growth_same_b == pytest.approx(2 * 354 / 194)
+    assert r.growth_same_tokens == pytest.approx(354 / 194)
+    for h, a, s in ((4096, 32, 4096), (12288, 96, 2048), (8192, 64, 1024)):
+        r = longer_sequence(hidden=h, heads=a, seq_len=s, factor=2)
+        before = activation_bytes_per_layer(hidden=h, heads=a, seq_len=s, micro_batch=2)
+        assert r.growth_same_b == pytest.approx(
+            activation_bytes_per_layer(hidden=h, heads=a, seq_len=2 * s, micro_batch=2) / before)
+        assert r.growth_same_tokens == pytest.approx(
+            activation_bytes_per_layer(hidden=h, heads=a, seq_len=2 * s, micro_batch=1) / before)
+
+
+def test_sbh_coefficient_is_the_bracket_of_table_2() -> None:
+    """Table 2's bracket: Llama 2 7B at 4,096 tokens 34 + 160 = 194; GPT-3 175B at
+    2,048 tokens, t = 8: 10 + 24/8 + 80/8 = 23, and 34/8 = 4.25 with sequence
+    parallelism and selective recomputation; 2 with full recomputation; b drops out."""
+    from calc.activations import sbh_coefficient
+    assert sbh_coefficient(hidden=4096, heads=32, seq_len=4096) == pytest.approx(194)
+    gpt3 = dict(hidden=12288, heads=96, seq_len=2048, tp=8)
+    assert sbh_coefficient(**gpt3) == pytest.approx(23)
+    assert sbh_coefficient(**gpt3, sequence_parallel=True, recompute="selective") == pytest.approx(4.25)
+    assert sbh_coefficient(**gpt3, recompute="full") == pytest.approx(2)
+    assert sbh_coefficient(hidden=4096, heads=32, seq_len=4096, tp=4) * 4096 * 4096 * 3 == pytest.approx(
+        activation_bytes_per_layer(hidden=4096, heads=32, seq_len=4096, micro_batch=3, tp=4))

@@ -67,3 +67,34 @@ def test_interconnect_hierarchy_is_ordered_fastest_first() -> None:
     assert min(speeds) == INTERCONNECTS["ethernet-100g"].bytes_per_s
     for key, link in INTERCONNECTS.items():
         assert link.key == key and link.source
+
+
+def test_every_machine_is_one_generation_with_sourced_links() -> None:
+    """Compute, memory, NVLink and network of a preset come from the same server:
+    the links agree with the interconnect table, and the seed's mixed machine is the only
+    one called illustrative."""
+    from calc.hardware import INTERCONNECTS, MACHINES, get_machine
+
+    assert set(MACHINES) == {"book", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200"}
+    a100, h100, h200, b200 = (get_machine(k) for k in ("dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200"))
+    assert a100.nvlink_bytes_per_s == INTERCONNECTS["nvlink3"].bytes_per_s
+    assert a100.network_bytes_per_s == INTERCONNECTS["ib-hdr"].bytes_per_s
+    for machine in (h100, h200):
+        assert machine.nvlink_bytes_per_s == INTERCONNECTS["nvlink4"].bytes_per_s
+        assert machine.network_bytes_per_s == INTERCONNECTS["ib-ndr"].bytes_per_s
+    assert b200.nvlink_bytes_per_s == 2 * h100.nvlink_bytes_per_s  # NVLink 5 doubles NVLink 4
+    assert b200.gpu.memory_bytes * 8 == 1_440e9 and h200.gpu.memory_bytes * 8 == 1_128e9
+    assert h200.gpu.flops_per_s == h100.gpu.flops_per_s  # the same Hopper chip, more memory
+    for machine in MACHINES.values():
+        assert machine.gpus_per_node == 8 and machine.source
+        assert ("illustrative" in machine.source) == (machine.key == "book")
+    with pytest.raises(ValueError, match="dgx-h100"):
+        get_machine("dgx-h1000")
+
+
+def test_a_machines_pcie_is_its_generations() -> None:
+    from calc.hardware import INTERCONNECTS, MACHINES
+
+    assert MACHINES["dgx-a100"].pcie_bytes_per_s == INTERCONNECTS["pcie4"].bytes_per_s
+    for key in ("book", "dgx-h100", "dgx-h200", "dgx-b200"):
+        assert MACHINES[key].pcie_bytes_per_s == INTERCONNECTS["pcie5"].bytes_per_s

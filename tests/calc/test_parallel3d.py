@@ -64,3 +64,20 @@ def test_the_product_is_capped() -> None:
         p3.gpus(tp=64, pp=64, dp=64)
     with pytest.raises(ValueError, match=r"dp × micro_batch must be at most global_batch \(1024\)"):
         p3.microbatches_per_pipeline(dp=2048)
+
+
+def test_a_model_copy_spans_t_times_p_gpus() -> None:
+    """`parallel3d.model_parallel`: 8 × 4 = 32, and t·p·d = G."""
+    assert p3.model_parallel_size(tp=8, pp=4) == 32
+    assert p3.model_parallel_size(tp=8, pp=4) * 8 == p3.gpus(tp=8, pp=4, dp=8)
+
+
+def test_the_bubble_stretches_the_ideal_time() -> None:
+    """`parallel3d.ideal_train_time` · `bubble_stretch` = `train_time`; the stretch is
+    (m + p − 1)/m, 67/64 for p = 4 and m = 1,024/16 = 64 (Narayanan et al. 2021, Sec. 2.2.1)."""
+    assert p3.bubble_stretch(pp=4, dp=16) == pytest.approx(67 / 64)
+    assert p3.bubble_stretch(pp=1, dp=64) == 1.0
+    ideal = p3.ideal_train_seconds(params=PSI_7B, tokens=2e12, tp=8, pp=4, dp=8)
+    assert ideal == pytest.approx(6 * PSI_7B * 2e12 / (256 * 150e12))
+    assert ideal * p3.bubble_stretch(pp=4, dp=8) == pytest.approx(
+        p3.train_seconds(params=PSI_7B, tokens=2e12, tp=8, pp=4, dp=8))

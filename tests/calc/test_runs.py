@@ -96,3 +96,14 @@ def test_links_follow_the_rank_order() -> None:
 def test_an_unknown_run_is_named() -> None:
     with pytest.raises(ValueError, match="^run must be one of"):
         runs.get_run("gpt-5")
+
+
+def test_the_counts_a_worked_solution_quotes() -> None:
+    """Llama 3 at 128K: 2·16 = 32 chunks of 131,072/32 = 4,096 tokens, two per GPU
+    (s/cp = 8,192). DeepSeek-V3: ⌈61/16⌉ = 4 layers per stage, 1F1B holds min(16, 120)
+    = 16 micro-batches, and 128·1/64 = 2 GPUs share each expert (report Sec. 3.2)."""
+    long = runs.RUNS["llama3-405b-128k"]
+    assert (long.chunks, long.chunk_tokens) == (32, 4096)
+    assert 2 * long.chunk_tokens == long.tokens_per_gpu
+    ds = runs.RUNS["deepseek-v3"]
+    assert (ds.layers, ds.layers_per_stage, ds.in_flight, ds.expert_replicas) == (61, 4, 16, 2)

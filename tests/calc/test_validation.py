@@ -43,6 +43,7 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     utilization.run_utilization: dict(run="palm-540b"),
     hardware.get_gpu: dict(gpu="h100-sxm"),
     hardware.get_link: dict(link="nvlink"),
+    hardware.get_machine: dict(machine="dgx-h100"),
     memory.training_state: dict(params=P, optimizer_bytes=12),
     memory.training_state_bytes: dict(params=P, optimizer_bytes=12),
     memory.weight_bytes: dict(params=P, bits=4),
@@ -58,6 +59,9 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
         recompute="selective",
     ),
     activations.attention_score_factor: dict(hidden=4096, heads=32, seq_len=4096),
+    activations.sbh_coefficient: dict(hidden=4096, heads=32, seq_len=4096, tp=2, sequence_parallel=True,
+                                      recompute="none"),
+    activations.longer_sequence: dict(hidden=4096, heads=32, seq_len=4096, factor=2),
     activations.attention_score_bytes_per_layer: dict(hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2),
     activations.rematerialized_bytes: dict(
         hidden=4096, heads=32, seq_len=4096, micro_batch=1, tp=2, sequence_parallel=True, recompute="full"
@@ -89,10 +93,14 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     ),
     data_parallel.gradient_bytes: dict(params=P),
     data_parallel.sent_per_gpu_bytes: dict(params=P, dp=8),
+    data_parallel.central_gpu_bytes: dict(params=P, dp=8),
     data_parallel.comm_seconds: dict(params=P, dp=8, bytes_per_s=50e9),
+    data_parallel.overlap_min_tokens: dict(dp=8, flops_per_gpu=989e12, bytes_per_s=50e9),
+    data_parallel.overlap_min_micro_batch: dict(dp=8, seq_len=4096, flops_per_gpu=989e12, bytes_per_s=50e9),
     zero.state_per_gpu: dict(params=P, dp=8, zero_stage=1, optimizer_bytes=12),
     zero.state_per_gpu_bytes: dict(params=P, dp=8, zero_stage=2, optimizer_bytes=12),
     zero.reduction: dict(dp=8, zero_stage=3, optimizer_bytes=12),
+    zero.bytes_per_param: dict(dp=8, zero_stage=2, optimizer_bytes=12),
     zero.sent_per_gpu_elements: dict(params=P, dp=8, zero_stage=3),
     zero.sent_per_gpu_bytes: dict(params=P, dp=8, zero_stage=0),
     zero.comm_over_dp: dict(zero_stage=3),
@@ -135,6 +143,9 @@ CALLS: dict[Callable[..., Any], dict[str, Any]] = {
     parallel3d.train_seconds: dict(
         params=P, tokens=2e12, tp=8, pp=4, dp=8, flops_per_gpu=150e12, global_batch=1024, micro_batch=1
     ),
+    parallel3d.model_parallel_size: dict(tp=8, pp=4),
+    parallel3d.ideal_train_seconds: dict(params=P, tokens=2e12, tp=8, pp=4, dp=8, flops_per_gpu=150e12),
+    parallel3d.bubble_stretch: dict(pp=4, dp=8, global_batch=1024, micro_batch=1),
     context.rank_chunks: dict(cp=4, split="balanced"),
     context.chunk_ranks: dict(cp=4, split="contiguous"),
     context.ring_holders: dict(cp=4),

@@ -51,6 +51,16 @@ def test_figure1_7_5b_model_on_64_gpus() -> None:
     assert gb[1] == pytest.approx(31.4, abs=0.05)
     assert gb[2] == pytest.approx(16.6, abs=0.05)
     assert gb[3] == pytest.approx(1.875)
+    assert zero.FIGURE1_PARAMS == 7.5e9
+
+
+def test_bytes_per_param_is_the_coefficient_of_psi() -> None:
+    """Fig. 1's formulas at N_d = 8, K = 12: (4 + 12/8) = 5.5, (2 + 14/8) = 3.75, 16/8 = 2;
+    16 without ZeRO; and times Ψ it is the per-GPU state."""
+    assert [zero.bytes_per_param(dp=8, zero_stage=s) for s in zero.ZERO_STAGES] == [16, 5.5, 3.75, 2]
+    assert zero.bytes_per_param(dp=64, zero_stage=1) * 7.5e9 == pytest.approx(
+        zero.state_per_gpu_bytes(params=7.5e9, dp=64, zero_stage=1))
+    assert zero.bytes_per_param(dp=8, zero_stage=1, grad_bytes=4) == pytest.approx(7.5)
 
 
 # ZeRO Table 1: per-device memory (GB) for Ψ, by DP degree; columns baseline, P_os,
