@@ -28,11 +28,12 @@ from pathlib import Path
 from .catalog import find_catalogs, load_catalog
 from .check import Problem, check, display_path
 from .export import export_json
-from .glossary import GlossaryError, check_glossary, check_terms, load_glossary
+from .glossary import GlossaryError, check_glossary, check_terms, load_glossary, load_usage
 from .pages import LANGUAGE_DIR, StampError, check_pages, page_names, stamp, translation_languages
 from .status import status_markdown
 
 GLOSSARY = "glossary.yml"
+USAGE = "usage.yml"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,16 +83,22 @@ def _docs(args: argparse.Namespace) -> Path:
 
 
 def _check_glossary(path: Path, docs: Path, languages: list[str], reference: str) -> list[Problem]:
-    if not path.is_file():
-        return []
-    problems = check_glossary(path, languages, reference)
-    if docs.is_dir():
+    """The glossary's own problems, then every page and catalog string that writes a
+    variant the glossary or ``usage.yml`` (beside it) says to avoid."""
+    problems = check_glossary(path, languages, reference) if path.is_file() else []
+    glossary = None
+    if path.is_file():
         try:
             glossary = load_glossary(path, reference)
         except GlossaryError:
             return problems  # already reported
-        problems += check_terms(docs, glossary, languages)
-    return problems
+    usage_path = path.parent / USAGE
+    try:
+        usage = load_usage(usage_path) if usage_path.is_file() else {}
+    except GlossaryError as error:
+        shown, line, message = str(error).split(":", 2)
+        return problems + [Problem(shown, int(line), "usage", message.strip())]
+    return problems + check_terms(docs, glossary, languages, catalog_dir=path.parent, usage=usage)
 
 
 def _check_pages(docs: Path, languages: list[str], reference: str) -> list[Problem]:

@@ -36,7 +36,7 @@ __all__ = [
 #: The key shown when a problem concerns the whole file rather than one key.
 FILE_KEY = "(file)"
 #: Files of the i18n directory that are not a language's catalog.
-NOT_CATALOGS = frozenset({"glossary.yml"})
+NOT_CATALOGS = frozenset({"glossary.yml", "usage.yml"})
 
 
 class CatalogError(Exception):

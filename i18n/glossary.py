@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import CatalogError, load_catalog
-from .check import Problem, display_path
+from .check import PLACEHOLDER, Problem, display_path
 
 __all__ = [
     "FIELDS",
@@ -38,10 +38,14 @@ __all__ = [
     "Sense",
     "Term",
     "abbreviation_lines",
+    "Avoided",
+    "Usage",
     "abbreviations",
+    "avoided_forms",
     "check_glossary",
     "check_terms",
     "load_glossary",
+    "load_usage",
     "prose_lines",
     "render_glossary",
     "term_pattern",
@@ -272,35 +276,132 @@ def check_glossary(path: str | Path, languages: Iterable[str], reference: str = 
     return problems
 
 
-def check_terms(docs_dir: str | Path, glossary: Glossary, languages: Iterable[str]) -> list[Problem]:
-    """Pages of ``docs/<lang>/`` that write a discouraged variant (``avoid``) of a
-    glossary term, outside code, macros and the front matter: ``docs/zh/pp.md:12:
-    terms: ...``. Matching ignores case for spaced scripts."""
+@dataclass(frozen=True)
+class Avoided:
+    """A variant the book does not write, what to write instead, and where that is said."""
+
+    variant: str
+    write: str
+    source: str  # "i18n/glossary.yml line 12: a discouraged variant of 'pipeline bubble'"
+
+
+def avoided_forms(glossary: Glossary | None, usage: dict[str, list[Usage]] | None, lang: str) -> dict[str, Avoided]:
+    """Every discouraged variant for ``lang``, by its case-folded form: the glossary's
+    ``avoid`` lists (for concepts) and ``usage.yml`` (for word forms that are no concept)."""
+    found: dict[str, Avoided] = {}
+    for term in glossary.terms if glossary is not None else ():
+        sense = term.senses.get(lang)
+        for variant in sense.avoid if sense is not None else ():
+            found[variant.casefold()] = Avoided(
+                variant, sense.term,
+                f"a discouraged variant of {term.en!r} ({display_path(glossary.path)} line {sense.avoid_line})")  # type: ignore[union-attr]
+    for rule in (usage or {}).get(lang, []):
+        for variant in rule.avoid:
+            found[variant.casefold()] = Avoided(
+                variant, rule.write, f"a discouraged form ({display_path(rule.path)} line {rule.line})")
+    return found
+
+
+def check_terms(docs_dir: str | Path, glossary: Glossary | None, languages: Iterable[str],
+                catalog_dir: str | Path | None = None, usage: dict[str, list[Usage]] | None = None) -> list[Problem]:
+    """Pages of ``docs/<lang>/`` (outside code, macros and the front matter) and strings
+    of the catalogs ``<catalog_dir>/<lang>.yml`` that write a discouraged variant of a
+    glossary term (its ``avoid`` list) or of a word form in ``usage``:
+    ``docs/zh/pp.md:12: terms: ...``, ``i18n/zh.yml:80: pp.note: ...``. Matching ignores
+    case for spaced scripts."""
     from .pages import page_names  # pages imports check; keep the import graph simple
 
     docs_dir = Path(docs_dir)
     problems: list[Problem] = []
     for lang in languages:
-        variants: dict[str, tuple[Term, Sense]] = {}
-        for term in glossary.terms:
-            sense = term.senses.get(lang)
-            if sense is not None:
-                for variant in sense.avoid:
-                    variants[variant.casefold()] = (term, sense)
+        variants = avoided_forms(glossary, usage, lang)
         if not variants:
             continue
         pattern = term_pattern(variants, flags=re.IGNORECASE)
-        for name in page_names(docs_dir, lang):
-            path = docs_dir / lang / name
-            for line_no, text in prose_lines(path.read_text(encoding="utf-8-sig")):
-                for match in pattern.finditer(text):
-                    term, sense = variants[match.group(0).casefold()]
-                    problems.append(Problem(
-                        display_path(path), line_no, "terms",
-                        f"{match.group(0)!r} is a discouraged variant of {term.en!r} "
-                        f"({display_path(glossary.path)} line {sense.avoid_line}): write {sense.term!r}",
-                    ))
+
+        def report(shown: str, line_no: int, key: str, text: str) -> None:
+            for match in pattern.finditer(text):
+                avoided = variants[match.group(0).casefold()]
+                problems.append(Problem(shown, line_no, key,
+                                        f"{match.group(0)!r} is {avoided.source}: write {avoided.write!r}"))
+
+        if (docs_dir / lang).is_dir():
+            for name in page_names(docs_dir, lang):
+                path = docs_dir / lang / name
+                for line_no, text in prose_lines(path.read_text(encoding="utf-8-sig")):
+                    report(display_path(path), line_no, "terms", text)
+        catalog_path = Path(catalog_dir) / f"{lang}.yml" if catalog_dir is not None else None
+        if catalog_path is not None and catalog_path.is_file():
+            try:
+                catalog = load_catalog(catalog_path)
+            except CatalogError:
+                continue  # the catalog check reports it
+            for key, entry in catalog.entries.items():
+                for text in _strings(entry.value):  # a {placeholder} is a name, not prose
+                    report(display_path(catalog_path), entry.line, key, PLACEHOLDER.sub(" ", text))
     return problems
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    return []
+
+
+# --- word forms that are no glossary concept -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One word form the book writes one way in a language: ``write``, never ``avoid``."""
+
+    write: str
+    avoid: tuple[str, ...]
+    path: Path
+    line: int
+
+
+def load_usage(path: str | Path) -> dict[str, list[Usage]]:
+    """Read ``usage.yml``: per language, the form to write and the forms to avoid::
+
+        id:
+          "algoritme": ["algoritma"]
+
+    Raises ``GlossaryError`` naming file and line for anything else."""
+    import yaml
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    path = Path(path)
+    shown = display_path(path)
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8-sig"), Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise GlossaryError(f"{shown}:{mark.line + 1 if mark else 1}: broken YAML: {error}") from None
+    rules: dict[str, list[Usage]] = {}
+    if root is None:
+        return rules
+    if not isinstance(root, MappingNode):
+        raise GlossaryError(f"{shown}:1: expected a mapping of languages (id:, zh:)")
+    for lang_node, forms in root.value:
+        if not isinstance(forms, MappingNode):
+            raise GlossaryError(f"{shown}:{lang_node.start_mark.line + 1}: {lang_node.value}: "
+                                'expected forms, e.g. "algoritme": ["algoritma"]')
+        for write, avoid in forms.value:
+            line = write.start_mark.line + 1
+            if (not isinstance(write, ScalarNode) or not isinstance(avoid, SequenceNode)
+                    or not avoid.value or not all(isinstance(v, ScalarNode) and v.value.strip() for v in avoid.value)):
+                raise GlossaryError(f"{shown}:{line}: {lang_node.value}: expected a form and a list of "
+                                    'quoted variants, e.g. "algoritme": ["algoritma"]')
+            variants = tuple(" ".join(v.value.split()) for v in avoid.value)
+            if write.value in variants:
+                raise GlossaryError(f"{shown}:{line}: {write.value!r} is both written and avoided")
+            rules.setdefault(lang_node.value, []).append(Usage(write.value, variants, path, line))
+    return rules
 
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")

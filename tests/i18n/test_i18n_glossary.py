@@ -4,6 +4,8 @@ terms each chapter must use; i18n/tooltips.py: how the definitions reach the rea
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import re
 from pathlib import Path
 
@@ -11,11 +13,14 @@ import markdown
 import pytest
 
 from i18n.glossary import (
+    GlossaryError,
     abbreviation_lines,
     abbreviations,
     check_glossary,
+    avoided_forms,
     check_terms,
     load_glossary,
+    load_usage,
     render_glossary,
     term_pattern,
 )
@@ -56,7 +61,21 @@ def test_the_glossary_covers_the_core_vocabulary() -> None:
 def test_the_chapters_use_the_glossarys_terms_consistently() -> None:
     """No page of the book writes a variant the glossary lists under ``avoid``."""
     glossary = load_glossary(GLOSSARY)
-    assert [str(problem) for problem in check_terms(PROJECT / "docs", glossary, ["id", "zh"])] == []
+    usage = load_usage(PROJECT / "i18n" / "usage.yml")
+    problems = check_terms(PROJECT / "docs", glossary, ["id", "zh"], catalog_dir=PROJECT / "i18n", usage=usage)
+    assert [str(problem) for problem in problems] == []
+
+
+def test_the_usage_list_names_the_forms_the_editors_chose() -> None:
+    """The word forms the book settled on (KBBI's spellings, one measure word for GPUs)."""
+    usage = load_usage(PROJECT / "i18n" / "usage.yml")
+    rules = {lang: {rule.write: rule.avoid for rule in found} for lang, found in usage.items()}
+    assert "algoritma" in rules["id"]["algoritme"] and "kluster" in rules["id"]["klaster"]
+    assert {"张 GPU", "个 GPU"} <= set(rules["zh"]["块 GPU"])
+    glossary = load_glossary(GLOSSARY)
+    avoided = {lang: {a.variant for a in avoided_forms(glossary, usage, lang).values()} for lang in ("id", "zh")}
+    assert {"aktivasi", "latensi", "mantissa", "algoritma"} <= avoided["id"]
+    assert {"micro-batch", "流水线阶段", "全局 batch", "ring all-reduce", "个 GPU"} <= avoided["zh"]
 
 
 GLOSSARY_YML = """\
@@ -238,3 +257,42 @@ def test_the_glossary_and_translate_pages_are_in_the_navigation(built_site: Path
     html = page(built_site, lang, "why-distributed-training")
     for path, title in zip(("glossary/", "translate/"), titles):
         assert re.search(rf'href="\.\./{path}"[^>]*>\s*<span class="md-ellipsis">\s*{title}\s*</span>', html), (lang, title)
+
+
+USAGE_YML = """\
+# forms
+id:
+  "algoritme": ["algoritma"]
+zh:
+  "块 GPU": ["张 GPU", "个 GPU"]
+"""
+
+
+def test_a_discouraged_form_in_a_catalog_string_fails_the_check_with_file_line_and_key(tmp_path: Path) -> None:
+    """``python -m i18n check`` reads catalog strings as a reader reads them: a glossary
+    variant or a usage.yml form in one is a failing problem, named by file, line and key."""
+    write(tmp_path, "i18n/glossary.yml", GLOSSARY_YML)
+    write(tmp_path, "i18n/usage.yml", USAGE_YML)
+    write(tmp_path, "i18n/id.yml", 'pp:\n  note: "Gelembung pipa dari algoritma ini"\n  ok: "pipeline bubble lewat {link}"\n')
+    write(tmp_path, "i18n/zh.yml", 'pp:\n  note: "8 个 GPU 上的管线气泡"\n  ok: "经 {link} 的流水线气泡"\n')
+    result = subprocess.run([sys.executable, "-m", "i18n", "check", "--dir", str(tmp_path / "i18n")],
+                            cwd=PROJECT, capture_output=True, text=True, encoding="utf-8", check=False, timeout=60)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if ": pp.note: " in line]
+    assert len(lines) == 4, result.stderr
+    assert any(line.startswith(f"{tmp_path}/i18n/id.yml:2: pp.note: 'Gelembung pipa' is a discouraged variant")
+               for line in lines)
+    assert any("id.yml:2: pp.note: 'algoritma' is a discouraged form" in line and "write 'algoritme'" in line
+               for line in lines)
+    assert any("zh.yml:2: pp.note: '个 GPU' is a discouraged form" in line for line in lines)
+    assert any("zh.yml:2: pp.note: '管线气泡' is a discouraged variant" in line for line in lines)
+    assert "pp.ok" not in result.stderr
+
+
+def test_a_broken_usage_list_is_named_by_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "usage.yml", 'id:\n  "algoritme": "algoritma"\n')
+    with pytest.raises(GlossaryError, match=r"usage.yml:2: id: expected a form and a list"):
+        load_usage(path)
+    path.write_text('id:\n  "x": ["x"]\n', encoding="utf-8")
+    with pytest.raises(GlossaryError, match="both written and avoided"):
+        load_usage(path)
