@@ -105,3 +105,29 @@ def test_figure_is_an_accessible_svg_with_the_numbers_in_its_description() -> No
     assert re.search(r'<desc id="w-dp-ring-d">[^<]*128 sequence[^<]*107,8 GB[^<]*13,5 GB[^<]*23,6 GB', html)
     assert re.search(r'<desc id="w-dp-time-d">[^<]*2,36 menit[^<]*471,7 ms', html)
     assert ">GPU 7</text>" in html and ">GPU 8</text>" not in html
+
+
+@pytest.mark.parametrize(("machine", "seqs", "flops_per_byte"),
+                         [("book", 1, 3_000), ("dgx-a100", 3, 12_480), ("dgx-h100", 5, 19_780),
+                          ("dgx-h200", 5, 19_780), ("dgx-b200", 10, 45_000)])
+def test_the_machine_decides_whether_one_sequence_hides_the_all_reduce(machine: str, seqs: int,
+                                                                       flops_per_byte: int) -> None:
+    """The chapter's conclusion per preset (8 GPUs, 4,096 tokens, peak X): only the seed's
+    mixed machine hides the gradient all-reduce behind one sequence; every real server
+    needs several, and the sentence says how many in both languages."""
+    _, values = evaluate("dp", {"machine": machine})
+    assert values["flops_per_byte"] == pytest.approx(flops_per_byte)
+    assert values["overlap_min_micro_batch"] == seqs
+    for lang, enough, more in (("id", "sudah cukup", f"perlu {seqs} sequence"), ("zh", "就够了", f"需要 {seqs} 条")):
+        sentence = sentence_of(render_output("dp", {"machine": machine}, locale(lang)).html)
+        assert (enough in sentence) == (seqs == 1) and (more in sentence) == (seqs > 1)
+
+
+def test_a_real_machine_changes_memory_compute_and_network_together() -> None:
+    _, book = evaluate("dp", {})
+    _, h200 = evaluate("dp", {"machine": "dgx-h200"})
+    assert h200["gpu_memory_bytes"] == 141e9 and h200["fits"] == 1  # 107.8 GB of state fits in 141 GB
+    assert h200["compute_time"] == pytest.approx(book["compute_time"] * 150 / 989)
+    assert h200["comm_time"] == pytest.approx(book["comm_time"])  # both networks are 50 GB/s
+    _, a100 = evaluate("dp", {"machine": "dgx-a100"})
+    assert a100["comm_time"] == pytest.approx(2 * book["comm_time"])  # HDR: half of NDR

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 import pytest
 
 from calc.hardware import GPUS_PER_NODE
-from calc.models import MODELS
+from calc.models import MODELS, param_count
 from calc.pipeline import stage_layers
 from widgets.figures import parallel3d as p3d
 from markup_check import TagBalance, hostile_locale
@@ -313,3 +313,15 @@ def test_precision_recipe_changes_the_state_and_nothing_else() -> None:
         assert v["state_per_gpu_bytes"] == pytest.approx(per_param * psi / 32)
         assert (v["train_time"], v["bubble"]) == (base["train_time"], base["bubble"])
     assert all(recipe_bytes(r).weights == 2 for r in SHARDED_RECIPES)
+
+
+@pytest.mark.parametrize("state", SWEEP[::7])
+def test_the_worked_solutions_steps_multiply_back(state: dict[str, Any]) -> None:
+    """The outputs the chapter's solutions quote step by step agree with each other:
+    t·p·d = G, m = B/(d·b), and the ideal time stretched by 1/(1 − bubble) is the time."""
+    _, v = evaluate("parallel3d", state)
+    assert v["model_parallel"] * v["dp"] == v["gpus"] and v["dp"] == state["dp"]
+    assert v["microbatches"] == pytest.approx(v["global_batch"] / (v["dp"] * v["micro_batch"]))
+    assert v["ideal_train_time"] * v["bubble_stretch"] == pytest.approx(v["train_time"], rel=1e-12)
+    params = param_count(MODELS[state["model"]])
+    assert v["bytes_per_param"] * params / v["model_parallel"] == pytest.approx(v["state_per_gpu_bytes"], rel=1e-12)

@@ -95,3 +95,13 @@ def test_a_bad_run_is_a_localized_error() -> None:
     for lang in ("id", "zh"):
         result = render_output("runs", {"run": "gpt-5"}, locale(lang))
         assert not result.ok and 'data-error="errors.choice"' in result.html
+
+
+@pytest.mark.parametrize("run", runs.RUNS)
+def test_the_counts_the_solutions_quote_are_the_runs(run: str) -> None:
+    """Chunks, layers per stage, micro-batches in flight and expert replicas come from calc.runs."""
+    _, v = evaluate("runs", {"run": run})
+    r = runs.RUNS[run]
+    assert v["chunks"] * v["chunk_tokens"] == r.seq_len and v["chunk_tokens"] * 2 == v["tokens_per_gpu"]
+    assert (v["layers"], v["layers_per_stage"], v["in_flight"], v["expert_replicas"]) == (
+        r.layers, r.layers_per_stage, r.in_flight, r.expert_replicas)

@@ -263,3 +263,20 @@ def test_megatron_recipe_at_stage_1_is_the_distributed_optimizers_6_plus_12_over
         _, off = evaluate("zero", {"gpus": gpus, "stage": "1", "recipe": "megatron-bf16", "offload": "optimizer"})
         assert off["cpu_state_bytes"] == pytest.approx(16 * psi / gpus)
         assert off["pcie_bytes"] == pytest.approx((4 + 2) * psi / gpus)
+
+
+def test_the_machine_sets_the_memory_the_state_must_fit_and_the_pcie_of_offload() -> None:
+    """Llama 2 70B with ZeRO-3 over 8 GPUs keeps about 138 GB per GPU: too much for an
+    80 GB GPU (the seed's, an A100's, an H100's), enough for an H200's 141 GB and a B200's
+    180 GB. Offload over an A100's PCIe 4.0 takes twice as long as over PCIe 5.0."""
+    from widgets.framework.core import evaluate
+
+    state = {"model": "llama2-70b", "stage": "3", "gpus": 8}
+    fits = {m: evaluate("zero", {**state, "machine": m})[1]["fits"]
+            for m in ("book", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200")}
+    assert fits == {"book": 0, "dgx-a100": 0, "dgx-h100": 0, "dgx-h200": 1, "dgx-b200": 1}
+    _, h200 = evaluate("zero", {**state, "machine": "dgx-h200"})
+    assert 80e9 < h200["state_per_gpu_bytes"] <= h200["gpu_memory_bytes"] == 141e9
+    offloaded = {**state, "stage": "2", "offload": "optimizer"}
+    a100, h100 = (evaluate("zero", {**offloaded, "machine": m})[1] for m in ("dgx-a100", "dgx-h100"))
+    assert a100["pcie_bytes"] == h100["pcie_bytes"] and a100["pcie_time"] == 2 * h100["pcie_time"]

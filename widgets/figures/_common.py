@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from calc.hardware import DEFAULT_MACHINE, MACHINES
 from calc.models import DEFAULT_MODEL, MODELS, param_count
 from calc.precision import recipe_bytes
 
@@ -20,6 +21,11 @@ MODEL = Choice("model", tuple(MODELS), DEFAULT_MODEL, labels={k: m.name for k, m
 # Megatron-LM's distributed optimizer is the bf16 recipe with ZeRO-1: 6 + 12/d.
 SHARDED_RECIPES = ("zero-paper", "megatron-bf16", "fp8-deepseek")
 RECIPE = Choice("recipe", SHARDED_RECIPES, "zero-paper")
+
+# The machine (calc.hardware.MACHINES) of the widgets whose conclusion depends on the
+# hardware: the seed's illustrative one by default, or one real server generation. The
+# option labels are translated: `<widget>.controls.machine.options.<key>`.
+MACHINE = Choice("machine", tuple(MACHINES), DEFAULT_MACHINE)
 
 
 def recipe_args(state: Mapping[str, Any]) -> dict[str, float]:

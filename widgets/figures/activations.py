@@ -67,6 +67,7 @@ OUTPUTS: dict[str, str] = {
     "micro_batch": "integer",
     "hidden": "integer",
     "heads": "integer",
+    "kv_heads": "integer",
     "layers": "integer",
     "layers_per_stage": "integer",
 }
@@ -133,6 +134,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     scores = act.attention_score_bytes_per_layer(**shape, tp=t)
     flops_shape = dict(layers=model.layers, hidden=model.hidden, vocab=model.vocab, seq_len=shape["seq_len"])
     sbh = float(shape["seq_len"]) * shape["micro_batch"] * model.hidden
+    coeff_shape = dict(hidden=model.hidden, heads=model.heads, seq_len=shape["seq_len"])
     return {
         "per_layer_bytes": per_layer,
         "activation_bytes": peak,
@@ -146,10 +148,11 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "reduction": baseline / per_layer,
         "attention_share": scores / no_recompute,
         "score_factor": act.attention_score_factor(hidden=model.hidden, heads=model.heads, seq_len=shape["seq_len"]),
-        "per_layer_factor": per_layer / sbh,
-        "baseline_factor": baseline / sbh,
+        "per_layer_factor": act.sbh_coefficient(**coeff_shape, **split),
+        "baseline_factor": act.sbh_coefficient(**coeff_shape),
         "stored_factor": stored / sbh,
-        "rematerialized_factor": rebuilt / sbh,
+        "rematerialized_factor": (act.sbh_coefficient(**coeff_shape, tp=t, sequence_parallel=bool(state["sp"]))
+                                  if state["recompute"] == "full" else 0.0),
         "sbh": sbh,
         "recompute_overhead": act.recompute_overhead(**flops_shape, recompute=state["recompute"]),
         "selective_overhead_eq8": act.selective_overhead_eq8(**flops_shape),
@@ -157,6 +160,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "micro_batch": shape["micro_batch"],
         "hidden": model.hidden,
         "heads": model.heads,
+        "kv_heads": model.kv_heads,
         "layers": model.layers,
         "layers_per_stage": model.layers // p,
     }

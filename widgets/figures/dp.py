@@ -1,8 +1,9 @@
 """Widget `dp`: data parallelism (seed 000, step 2).
 
-Every GPU holds the whole training state and a 1/N slice of the global batch; the
-fp16 gradient is summed by a ring all-reduce. Memory does not shrink with N; compute
-per step does; the bytes each GPU sends stay near 2 × the gradient.
+Every GPU holds the whole training state and a 1/d slice of the global batch (d the
+data-parallel degree); the fp16 gradient is summed by a ring all-reduce. Memory does
+not shrink with d; compute per step does; the bytes each GPU sends stay near 2 × the
+gradient.
 """
 
 from __future__ import annotations
@@ -11,20 +12,22 @@ import math
 from typing import Any, Mapping
 
 from calc import data_parallel as dp
-from calc.hardware import DEFAULT_GPU, GPUS, LINKS
+from calc.collectives import bus_factor
+from calc.hardware import get_machine
 
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Range
-from ._common import MODEL, all_values_table, model_params, output_label
+from ._common import MACHINE, MODEL, all_values_table, model_params, output_label
 
 NAME = "dp"
-GPU = GPUS[DEFAULT_GPU]  # seed: 80 GB at 150 TFLOP/s (illustrative)
-LINK = LINKS["network"]  # seed: gradients cross the network at 50 GB/s
 
+# The machine: by default the seed's illustrative one (80 GB at 150 TFLOP/s, gradients
+# over a 50 GB/s network); the presets are whole servers of one generation.
 CONTROLS = (
     Range("gpus", lo=1, hi=64, step=1, default=8, integer=True, display="integer"),
     MODEL,
+    MACHINE,
 )
 
 OUTPUTS: dict[str, str] = {
@@ -42,19 +45,29 @@ OUTPUTS: dict[str, str] = {
     "seq_len": "integer",
     "gpu_flops": "flops_per_s",
     "link_bytes_per_s": "bytes_per_s",
+    "flops_per_byte": "integer",
+    "overlap_min_tokens": "integer",
+    "overlap_min_micro_batch": "integer",
+    "gpus": "integer",
+    # The worked examples: the ring's bytes per byte of gradient, 2(d−1)/d, and what a
+    # central GPU would carry instead, (d−1) × 2Ψ each way.
+    "ring_factor": "number",
+    "central_bytes": "bytes",
 }
 
 
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     _, params = model_params(state)
     n = state["gpus"]
-    compute_time = dp.compute_seconds(params=params, dp=n, flops_per_gpu=GPU.flops_per_s)
-    comm_time = dp.comm_seconds(params=params, dp=n, bytes_per_s=LINK.bytes_per_s)
+    machine = get_machine(state["machine"])
+    x, beta = machine.gpu.flops_per_s, machine.network_bytes_per_s
+    compute_time = dp.compute_seconds(params=params, dp=n, flops_per_gpu=x)
+    comm_time = dp.comm_seconds(params=params, dp=n, bytes_per_s=beta)
     memory = dp.state_per_gpu_bytes(params)
     return {
         "state_per_gpu_bytes": memory,
-        "gpu_memory_bytes": GPU.memory_bytes,
-        "fits": 1 if memory <= GPU.memory_bytes else 0,
+        "gpu_memory_bytes": machine.gpu.memory_bytes,
+        "fits": 1 if memory <= machine.gpu.memory_bytes else 0,
         "seqs_per_gpu": dp.seqs_per_gpu(n),
         "tokens_per_step": dp.tokens_per_step(),
         "gradient_bytes": dp.gradient_bytes(params),
@@ -64,8 +77,15 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "comm_over_compute": comm_time / compute_time,
         "global_batch_seqs": dp.GLOBAL_BATCH_SEQS,
         "seq_len": dp.SEQ_LEN,
-        "gpu_flops": GPU.flops_per_s,
-        "link_bytes_per_s": LINK.bytes_per_s,
+        "gpu_flops": x,
+        "link_bytes_per_s": beta,
+        "flops_per_byte": x / beta,
+        "overlap_min_tokens": dp.overlap_min_tokens(dp=n, flops_per_gpu=x, bytes_per_s=beta),
+        "overlap_min_micro_batch": dp.overlap_min_micro_batch(dp=n, seq_len=dp.SEQ_LEN, flops_per_gpu=x,
+                                                              bytes_per_s=beta),
+        "gpus": n,
+        "ring_factor": bus_factor("all_reduce", n),
+        "central_bytes": dp.central_gpu_bytes(params, n),
     }
 
 
@@ -81,8 +101,11 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
         sentence = loc.h("dp.sentence_single", batch=f["global_batch_seqs"], compute=f["compute_time"], fit=fit)
     else:
         sentence = loc.h("dp.sentence", gpus=loc.integer(n), seqs=f["seqs_per_gpu"], compute=f["compute_time"],
-                         sent=f["sent_per_gpu_bytes"], gradient=f["gradient_bytes"], link=f["link_bytes_per_s"],
+                         sent=f["sent_per_gpu_bytes"], gradient=f["gradient_bytes"], bandwidth=f["link_bytes_per_s"],
                          comm=f["comm_time"], fit=fit)
+        overlap_key = "dp.overlap_one" if v["overlap_min_micro_batch"] == 1 else "dp.overlap_more"
+        sentence += " " + loc.h(overlap_key, tokens=f["overlap_min_tokens"], ratio=f["flops_per_byte"],
+                                seqs=f["overlap_min_micro_batch"], seq_len=f["seq_len"])
     return (f'{cards}{figure(n, v, f, loc)}<p class="w-sentence">{sentence}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
@@ -227,7 +250,7 @@ def figure(n: int, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) ->
         (loc.t("dp.figure.sent_row"), "w-c6", v["sent_per_gpu_bytes"], f["sent_per_gpu_bytes"]),
     ], 2.05 * grad, [(grad, loc.t("dp.figure.times_gradient", factor=loc.integer(1))),
                      (2 * grad, loc.t("dp.figure.times_gradient", factor=loc.integer(2)))], bytes_heading, bytes_desc)
-    time_heading = loc.t("dp.figure.time", gpu_flops=f["gpu_flops"], link=f["link_bytes_per_s"])
+    time_heading = loc.t("dp.figure.time", gpu_flops=f["gpu_flops"], bandwidth=f["link_bytes_per_s"])
     time_desc = loc.t("dp.figure.time_desc", compute=f["compute_time"], comm=f["comm_time"])
     time_svg = _bars_svg("w-dp-time", [
         (loc.t("dp.figure.compute_row"), "w-c4", v["compute_time"], f["compute_time"]),

@@ -18,6 +18,7 @@ from typing import Any, Mapping, NamedTuple
 from urllib.parse import quote
 
 from calc import parallel3d, zero
+from calc.data_parallel import GLOBAL_BATCH_SEQS
 from calc.hardware import DEFAULT_GPU, GPUS, GPUS_PER_NODE
 from calc.models import MODELS
 from calc.pipeline import stage_layers
@@ -32,6 +33,7 @@ GPU = GPUS[DEFAULT_GPU]
 TP_ON, PP_ON = 8, 4  # the seed's degrees when the switches are on
 ZERO_STAGE_ON = 1  # ZeRO-1 over the data-parallel replicas
 BUBBLE_LARGE = 0.1  # the sentence calls a bubble of 10% of the step or more large
+MICRO_BATCH = 1  # b: one sequence per micro-batch (calc.parallel3d's default)
 
 CONTROLS = (
     Toggle("tp_on", True),
@@ -47,11 +49,18 @@ OUTPUTS: dict[str, str] = {
     "nodes": "integer",
     "tp": "integer",
     "pp": "integer",
+    "dp": "integer",
+    "model_parallel": "integer",
+    "global_batch": "integer",
+    "micro_batch": "integer",
+    "bytes_per_param": "number",
     "state_per_gpu_bytes": "bytes",
     "fits": "yesno",
     "microbatches": "count",
     "bubble": "fraction",
     "train_time": "seconds",
+    "ideal_train_time": "seconds",
+    "bubble_stretch": "ratio",
     "tokens": "count",
     "gpu_memory_bytes": "bytes",
     "weights_per_gpu_bytes": "bytes",
@@ -79,6 +88,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     t, p, d = degrees(state)
     stage = ZERO_STAGE_ON if state["zero_on"] else 0
     recipe = recipe_args(state)
+    batch = {"global_batch": GLOBAL_BATCH_SEQS, "micro_batch": MICRO_BATCH}
     memory = parallel3d.state_per_gpu_bytes(params=params, tp=t, pp=p, dp=d, zero_stage=stage, **recipe)
     # The same state by component: each GPU holds 1/(t·p) of the model, ZeRO-sharded over d.
     parts = zero.state_per_gpu(params=params / (t * p), dp=d, zero_stage=stage, **recipe)
@@ -87,12 +97,20 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "nodes": parallel3d.nodes(tp=t, pp=p, dp=d),
         "tp": t,
         "pp": p,
+        "dp": d,
+        "model_parallel": parallel3d.model_parallel_size(tp=t, pp=p),
+        "global_batch": GLOBAL_BATCH_SEQS,
+        "micro_batch": MICRO_BATCH,
+        "bytes_per_param": zero.bytes_per_param(dp=d, zero_stage=stage, **recipe),
         "state_per_gpu_bytes": memory,
         "fits": 1 if memory <= GPU.memory_bytes else 0,
-        "microbatches": parallel3d.microbatches_per_pipeline(dp=d),
-        "bubble": parallel3d.bubble_fraction_of_time(pp=p, dp=d),
+        "microbatches": parallel3d.microbatches_per_pipeline(dp=d, **batch),
+        "bubble": parallel3d.bubble_fraction_of_time(pp=p, dp=d, **batch),
         "train_time": parallel3d.train_seconds(params=params, tokens=model.train_tokens, tp=t, pp=p, dp=d,
-                                               flops_per_gpu=GPU.flops_per_s),
+                                               flops_per_gpu=GPU.flops_per_s, **batch),
+        "ideal_train_time": parallel3d.ideal_train_seconds(params=params, tokens=model.train_tokens, tp=t, pp=p,
+                                                           dp=d, flops_per_gpu=GPU.flops_per_s),
+        "bubble_stretch": parallel3d.bubble_stretch(pp=p, dp=d, **batch),
         "tokens": model.train_tokens,
         "gpu_memory_bytes": GPU.memory_bytes,
         "gpu_flops": GPU.flops_per_s,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from calc.activations import activation_bytes
+from calc.activations import activation_bytes, longer_sequence
 from calc.compute import training_flops, training_seconds
 from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import StateBytes
@@ -29,6 +29,7 @@ NAME = "why"
 GPU = GPUS[DEFAULT_GPU]  # the seed's illustrative 80 GB GPU at 150 TFLOP/s
 GPU_COUNTS = (1, 64, 1024)  # the seed's three time bars
 INT4_BYTES_PER_PARAM = 0.5  # QLoRA stores base weights in 4-bit NormalFloat (Dettmers et al. 2023, Sec. 3)
+QLORA_GPU_MEMORY_BYTES = 48e9  # QLoRA fine-tunes a 65B model on one 48 GB GPU (Dettmers et al. 2023, abstract)
 # Mixed-precision recipes (calc.precision.RECIPES) whose state a single GPU holds, with
 # no distributed optimizer: the ZeRO paper's 16 bytes (the seed's), Megatron-LM's bf16
 # with fp32 gradients (18), DeepSeek-V3's FP8 with BF16 moments (14), plain fp32 (16).
@@ -64,6 +65,19 @@ OUTPUTS: dict[str, str] = {
     "act_seq_bytes_selective": "bytes",
     "weights_int4_bytes": "bytes",
     "bytes_per_param": "number",
+    # The model's shape and the run's GPU counts, for the worked examples.
+    "layers": "integer",
+    "hidden": "integer",
+    "heads": "integer",
+    "seq_len": "integer",
+    **{f"gpus_{n}": "integer" for n in GPU_COUNTS},
+    "int4_bytes_per_param": "number",
+    "qlora_gpu_memory_bytes": "bytes",
+    # One layer's activations when the sequence doubles (calc.activations.longer_sequence).
+    "score_factor": "number",
+    "longer_score_factor": "number",
+    "act_growth_double_seq": "ratio",
+    "act_growth_double_seq_same_tokens": "ratio",
     "model_flops_per_token": "flops",
     "flops_over_6n": "ratio",
     "model_flops": "flops",
@@ -102,7 +116,21 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "act_seq_bytes_selective": activation_bytes(**one_sequence, recompute="selective"),
         "weights_int4_bytes": params * INT4_BYTES_PER_PARAM,
         "bytes_per_param": per_param.total,
+        "layers": model.layers,
+        "hidden": model.hidden,
+        "heads": model.heads,
+        "seq_len": model.seq_len,
+        **{f"gpus_{n}": n for n in GPU_COUNTS},
+        "int4_bytes_per_param": INT4_BYTES_PER_PARAM,
+        "qlora_gpu_memory_bytes": QLORA_GPU_MEMORY_BYTES,
     }
+    longer = longer_sequence(hidden=model.hidden, heads=model.heads, seq_len=model.seq_len)
+    values.update({
+        "score_factor": longer.score_factor,
+        "longer_score_factor": longer.longer_score_factor,
+        "act_growth_double_seq": longer.growth_same_b,
+        "act_growth_double_seq_same_tokens": longer.growth_same_tokens,
+    })
     # The companion: the model FLOP of PaLM's MFU convention (6N + attention scores)
     # at the chosen MFU of a real GPU's peak.
     per_token = model_flops_per_token(model)
@@ -123,6 +151,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
 
 
 def output_label(key: str, loc: Locale) -> str:
+    if key.startswith("gpus_"):
+        return loc.t("why.outputs.gpus_n")
     if key.startswith("time_"):
         return loc.t("why.outputs.time_n", count=loc.integer(int(key[5:])))
     if key.startswith("mfu_time_"):

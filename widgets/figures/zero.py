@@ -15,16 +15,16 @@ import math
 from typing import Any, Mapping
 
 from calc import offload, zero
-from calc.hardware import DEFAULT_GPU, GPUS, INTERCONNECTS
+from calc.hardware import get_machine
 
 from ..framework.html import bar_end_label, esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, Range
-from ._common import MODEL, RECIPE, all_values_table, model_params, output_label, recipe_args
+from ._common import MACHINE, MODEL, RECIPE, all_values_table, model_params, output_label, recipe_args
 
 NAME = "zero"
-GPU = GPUS[DEFAULT_GPU]
-PCIE = INTERCONNECTS["pcie5"]  # the 80 GB GPU's link to its CPU: PCIe 5.0 x16, as on H100-class servers
+# The machine gives the GPU's memory and its PCIe link to the CPU (offload): by default
+# the seed's 80 GB GPU on PCIe 5.0 x16, as on H100-class servers.
 
 CONTROLS = (
     Range("gpus", lo=1, hi=64, step=1, default=8, integer=True, display="integer"),
@@ -32,6 +32,7 @@ CONTROLS = (
     Choice("offload", offload.OFFLOADS, "none", radio=True),
     MODEL,
     RECIPE,
+    MACHINE,
 )
 
 OUTPUTS: dict[str, str] = {
@@ -63,6 +64,9 @@ OUTPUTS: dict[str, str] = {
     "largest_layer_params": "count",
     "gpus_per_node": "integer",
     "nodes": "integer",
+    "bytes_per_param": "number",
+    "paper_params": "count",
+    "paper_state_per_gpu_bytes": "bytes",
 }
 
 
@@ -93,6 +97,8 @@ def deepspeed_row_index(stage: int, applied: str) -> int:
 
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model, params = model_params(state)
+    machine = get_machine(state["machine"])
+    memory, pcie_bytes_per_s = machine.gpu.memory_bytes, machine.pcie_bytes_per_s
     n, stage = state["gpus"], int(state["stage"])
     applied = applied_offload(state["offload"], stage)
     recipe = recipe_args(state)
@@ -109,12 +115,12 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "state_per_gpu_bytes": parts.total,
         "reduction": zero.reduction(dp=n, zero_stage=stage, **recipe),
         "sent_per_gpu_bytes": zero.sent_per_gpu_bytes(params=params, dp=n, zero_stage=stage),
-        "fits": 1 if placed.gpu_bytes <= GPU.memory_bytes else 0,
+        "fits": 1 if placed.gpu_bytes <= memory else 0,
         "weights_per_gpu_bytes": parts.weights,
         "grads_per_gpu_bytes": parts.grads,
         "optimizer_per_gpu_bytes": parts.optimizer,
         "comm_over_dp": zero.comm_over_dp(stage),
-        "gpu_memory_bytes": GPU.memory_bytes,
+        "gpu_memory_bytes": memory,
         "weights_bytes": whole.weights,
         "grads_bytes": whole.grads,
         "optimizer_bytes": whole.optimizer,
@@ -125,8 +131,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "cpu_state_bytes": placed.cpu_bytes,
         "cpu_node_bytes": placed.cpu_bytes * per_node,
         "pcie_bytes": pcie,
-        "pcie_time": pcie / PCIE.bytes_per_s,
-        "pcie_bytes_per_s": PCIE.bytes_per_s,
+        "pcie_time": pcie / pcie_bytes_per_s,
+        "pcie_bytes_per_s": pcie_bytes_per_s,
         "ds_gpu_gib": ds.gpu_gib,
         "ds_cpu_gib": ds.cpu_gib,
         "book_gpu_gib": offload.gib(placed.gpu_bytes),
@@ -134,6 +140,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "largest_layer_params": layer,
         "gpus_per_node": per_node,
         "nodes": nodes,
+        "bytes_per_param": zero.bytes_per_param(dp=n, zero_stage=stage, **recipe),
+        "paper_params": zero.FIGURE1_PARAMS,
+        "paper_state_per_gpu_bytes": zero.state_per_gpu_bytes(params=zero.FIGURE1_PARAMS, dp=n, zero_stage=stage,
+                                                              **recipe),
     }
 
 
