@@ -322,6 +322,8 @@ def check_terms(docs_dir: str | Path, glossary: Glossary | None, languages: Iter
         def report(shown: str, line_no: int, key: str, text: str) -> None:
             for match in pattern.finditer(text):
                 avoided = variants[match.group(0).casefold()]
+                if _beside(text, match, avoided.write):
+                    continue
                 problems.append(Problem(shown, line_no, key,
                                         f"{match.group(0)!r} is {avoided.source}: write {avoided.write!r}"))
 
@@ -340,6 +342,15 @@ def check_terms(docs_dir: str | Path, glossary: Glossary | None, languages: Iter
                 for text in _strings(entry.value):  # a {placeholder} is a name, not prose
                     report(display_path(catalog_path), entry.line, key, PLACEHOLDER.sub(" ", text))
     return problems
+
+
+def _beside(text: str, match: re.Match[str], write: str) -> bool:
+    """A variant given in brackets right beside the book's term, once, so a reader can
+    match the two: "微批次（micro-batch）" or "micro-batch（微批次）"."""
+    before, after = text[:match.start()].rstrip(), text[match.end():].lstrip()
+    opened = before[-1:] in ("(", "（") and before[:-1].rstrip().casefold().endswith(write.casefold())
+    closes = after[:1] in ("(", "（") and after[1:].lstrip().casefold().startswith(write.casefold())
+    return opened or closes
 
 
 def _strings(value: object) -> list[str]:

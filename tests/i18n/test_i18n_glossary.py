@@ -111,7 +111,8 @@ def test_a_discouraged_variant_in_a_chapter_is_reported_with_its_line(tmp_path: 
     monkeypatch.chdir(tmp_path)
     glossary = load_glossary(write(tmp_path, "i18n/glossary.yml", GLOSSARY_YML))
     write(tmp_path, "docs/zh/pp.md", "# 流水线并行\n\n气泡也叫管线气泡。\n\n```text\n管线气泡\n```\n\n`管线气泡` {{ pp.管线气泡 }}\n")
-    write(tmp_path, "docs/id/pp.md", "# Pipeline\n\nGelembung pipa, bukan gelembung pipanya.\n")
+    write(tmp_path, "docs/id/pp.md", "# Pipeline\n\nGelembung pipa, bukan gelembung pipanya.\n\n"
+          "Pipeline bubble (gelembung pipa) dan gelembung pipa (pipeline bubble) memberi nama lokal di sampingnya.\n")
 
     assert [str(p) for p in check_terms(Path("docs"), glossary, ["id", "zh"])] == [
         "docs/id/pp.md:3: terms: 'Gelembung pipa' is a discouraged variant of 'pipeline bubble' "

@@ -131,3 +131,15 @@ def test_a_real_machine_changes_memory_compute_and_network_together() -> None:
     assert h200["comm_time"] == pytest.approx(book["comm_time"])  # both networks are 50 GB/s
     _, a100 = evaluate("dp", {"machine": "dgx-a100"})
     assert a100["comm_time"] == pytest.approx(2 * book["comm_time"])  # HDR: half of NDR
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_only_the_books_own_machine_is_called_illustrative(lang: str) -> None:
+    """The time chart's heading: the seed's mixed machine is illustrative; a preset is a
+    real server and is named."""
+    mark = {"id": "ilustratif", "zh": "示意"}[lang]
+    book = render_output("dp", {}, locale(lang)).html
+    h100 = render_output("dp", {"machine": "dgx-h100"}, locale(lang)).html
+    heading = re.compile(r'<title id="w-dp-time-t">([^<]*)</title>')
+    assert mark in heading.search(book).group(1)
+    assert mark not in heading.search(h100).group(1) and "DGX H100" in heading.search(h100).group(1)

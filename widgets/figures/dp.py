@@ -106,7 +106,7 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
         overlap_key = "dp.overlap_one" if v["overlap_min_micro_batch"] == 1 else "dp.overlap_more"
         sentence += " " + loc.h(overlap_key, tokens=f["overlap_min_tokens"], ratio=f["flops_per_byte"],
                                 seqs=f["overlap_min_micro_batch"], seq_len=f["seq_len"])
-    return (f'{cards}{figure(n, v, f, loc)}<p class="w-sentence">{sentence}</p>'
+    return (f'{cards}{figure(n, v, f, loc, state["machine"])}<p class="w-sentence">{sentence}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
 
@@ -230,7 +230,7 @@ def _bars_svg(ident: str, rows: list[tuple[str, str, float, str]], hi: float, ti
     return svg(ident, WIDTH, height + (16 if ticks else 4), "".join(parts), title, desc)
 
 
-def figure(n: int, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
+def figure(n: int, v: Mapping[str, float], f: Mapping[str, str], loc: Locale, machine: str = "book") -> str:
     heading = loc.t("dp.figure.replicas", gpus=loc.integer(n), batch=f["global_batch_seqs"], seq_len=f["seq_len"])
     replicas_desc = loc.t("dp.figure.replicas_desc", gpus=loc.integer(n), seqs=f["seqs_per_gpu"],
                           state=f["state_per_gpu_bytes"], gpu=f["gpu_memory_bytes"],
@@ -250,7 +250,11 @@ def figure(n: int, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) ->
         (loc.t("dp.figure.sent_row"), "w-c6", v["sent_per_gpu_bytes"], f["sent_per_gpu_bytes"]),
     ], 2.05 * grad, [(grad, loc.t("dp.figure.times_gradient", factor=loc.integer(1))),
                      (2 * grad, loc.t("dp.figure.times_gradient", factor=loc.integer(2)))], bytes_heading, bytes_desc)
-    time_heading = loc.t("dp.figure.time", gpu_flops=f["gpu_flops"], bandwidth=f["link_bytes_per_s"])
+    # Only the book's own machine is illustrative; a preset is a real DGX and is named.
+    time_heading = (loc.t("dp.figure.time", gpu_flops=f["gpu_flops"], bandwidth=f["link_bytes_per_s"])
+                    if machine == "book" else
+                    loc.t("dp.figure.time_machine", machine=loc.t(f"dp.controls.machine.options.{machine}"),
+                          gpu_flops=f["gpu_flops"], bandwidth=f["link_bytes_per_s"]))
     time_desc = loc.t("dp.figure.time_desc", compute=f["compute_time"], comm=f["comm_time"])
     time_svg = _bars_svg("w-dp-time", [
         (loc.t("dp.figure.compute_row"), "w-c4", v["compute_time"], f["compute_time"]),
