@@ -36,14 +36,18 @@ __all__ = [
     "all_to_all",
     "broadcast",
     "bus_factor",
+    "aggregate_bytes_per_s",
+    "both_directions_bytes_per_s",
     "busbw",
     "chunk_bounds",
+    "chunk_bytes",
     "gather",
     "reduce",
     "reduce_scatter",
     "ring_all_reduce_bytes_per_rank",
     "ring_all_reduce_steps",
     "ring_bytes_per_rank",
+    "ring_seconds",
     "run",
     "scatter",
     "transfer_seconds",
@@ -101,6 +105,40 @@ def transfer_seconds(size_bytes: float, bytes_per_s: float) -> float:
     s = check_real("size_bytes", size_bytes, 0, MAX_BYTES)
     bw = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
     return s / bw
+
+
+def chunk_bytes(size_bytes: float, ranks: int) -> float:
+    """One rank's chunk S/n of an S-byte message: what each rank contributes to an
+    all-gather (S is its output) and keeps after a reduce-scatter (S is its input), and
+    what a ring step moves (nccl-tests PERFORMANCE.md). 1 GB on 8 ranks: 125 MB."""
+    s = check_real("size_bytes", size_bytes, 0, MAX_BYTES)
+    n = check_int("ranks", ranks, 1, MAX_GPUS)
+    return s / n
+
+
+def ring_seconds(op: str, *, size_bytes: float, ranks: int, bytes_per_s: float) -> float:
+    """Bandwidth term of ``op`` under a ring algorithm: T = factor × S / β, each rank
+    sending ``ring_bytes_per_rank`` over its own link of β = ``bytes_per_s`` (one
+    direction), latency left out (Patarasuk and Yuan 2009; the c·S/β term of the α–β
+    model, ``calc.latency``). All-gather of 1 GB on 8 ranks over 50 GB/s: 17.5 ms."""
+    return transfer_seconds(ring_bytes_per_rank(op, size_bytes, ranks), bytes_per_s)
+
+
+def both_directions_bytes_per_s(bytes_per_s: float) -> float:
+    """The figure a datasheet quotes for a link of β = ``bytes_per_s`` per direction:
+    NVIDIA gives NVLink and PCIe as the sum of both directions, 2β (H100 datasheet:
+    NVLink 900 GB/s = 18 links × 25 GB/s × 2 directions; PCIe Gen5 x16 128 GB/s)."""
+    bw = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
+    return 2.0 * bw
+
+
+def aggregate_bytes_per_s(bytes_per_s: float, links: int) -> float:
+    """Sum of ``links`` links of ``bytes_per_s`` each, used at once: a node's network
+    adapters when NCCL runs one ring over each of them (S. Jeaugey, NVIDIA/nccl issue
+    #412). Eight 400 Gb/s adapters (DGX H100): 400 GB/s per direction."""
+    bw = check_real("bytes_per_s", bytes_per_s, 0, MAX_BYTES_PER_S, lo_inclusive=False)
+    k = check_int("links", links, 1, MAX_GPUS)
+    return k * bw
 
 
 def algbw(size_bytes: float, time_s: float) -> float:

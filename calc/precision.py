@@ -22,9 +22,9 @@ reserved for infinities); every property is computed from the bits:
 
 Loss scaling: Micikevicius et al. 2018, "Mixed Precision Training", Sec. 3.2 and Fig. 3:
 activation gradients below fp16's smallest subnormal 2^-24 become zero; multiplying the
-loss by S multiplies every gradient by S (chain rule), lifting them into range; the
-gradients are divided by S again (in fp32) before the update. Sec. 3.2 reports that
-S = 8 sufficed for the Multibox SSD detector.
+loss by λ multiplies every gradient by λ (chain rule), lifting them into range; the
+gradients are divided by λ again (in fp32) before the update. Sec. 3.2 reports that
+λ = 8 sufficed for the Multibox SSD detector.
 
 Recipes: bytes per parameter of the training state (weights, gradients, master weights,
 optimizer moments) for the mixed-precision setups in use, and which of those parts a
@@ -61,8 +61,10 @@ __all__ = [
     "recipe_bytes",
     "relative_error",
     "round_to",
+    "spacing",
     "state_bytes",
     "state_bytes_per_param",
+    "unsharded_bytes_per_param",
 ]
 
 
@@ -169,6 +171,18 @@ def _quantum(magnitude: float, f: Format) -> float:
     return math.ldexp(1.0, exponent - f.mantissa_bits)
 
 
+def spacing(value: float, fmt: str) -> float:
+    """Gap between adjacent values of ``fmt`` around |``value``| > 0: 2^(E − m) in the
+    binade [2^E, 2^(E+1)), the fixed subnormal spacing 2^(emin − m) below the smallest
+    normal (IEEE 754-2008 Sec. 3.3). E4M3 between 2^8 and 2^9: 2^(8−3) = 32; E5M2: 64;
+    at 1 it is epsilon."""
+    f = _format(fmt)
+    x = check_real("value", value, None, None)
+    if x == 0.0:
+        raise ValueError("value must be nonzero (the spacing at 0 is the smallest subnormal)")
+    return _quantum(abs(x), f)
+
+
 def round_to(value: float, fmt: str) -> float:
     """``value`` rounded to the nearest value of ``fmt``, ties to even (IEEE 754 Sec. 4.3.1,
     roundTiesToEven), as a float.
@@ -257,11 +271,11 @@ MAX_LOSS_SCALE = 2.0**24  # generous: PyTorch's GradScaler starts at 2^16 (init_
 
 @dataclass(frozen=True)
 class LossScaled:
-    """One gradient through fp16 with loss scale S (Micikevicius et al. 2018, Sec. 3.2).
+    """One gradient through fp16 with loss scale λ (Micikevicius et al. 2018, Sec. 3.2).
 
-    ``scaled``: S·g rounded to fp16 (what backward stores); ``overflow``: S·g rounded to
-    inf, so a dynamic loss scaler skips the step and lowers S; ``recovered``: the
-    fp16 value divided by S in fp32 (exact, S a power of two), what the optimizer gets
+    ``scaled``: λ·g rounded to fp16 (what backward stores); ``overflow``: λ·g rounded to
+    inf, so a dynamic loss scaler skips the step and lowers λ; ``recovered``: the
+    fp16 value divided by λ in fp32 (exact, λ a power of two), what the optimizer gets
     (0 when the step is skipped); ``recovered_error``: |recovered − g|/|g| (1 for a
     skipped step or a gradient lost to underflow)."""
 
@@ -272,8 +286,8 @@ class LossScaled:
 
 
 def loss_scaled(gradient: float, loss_scale: float, fmt: str = "fp16") -> LossScaled:
-    """Gradient ``gradient`` under loss scale ``loss_scale`` (S): round_to(S·g, fmt), then
-    ÷ S. With S = 1 this is plain fp16 storage; Fig. 3 of Micikevicius et al. 2018 shows
+    """Gradient ``gradient`` under loss scale ``loss_scale`` (λ): round_to(λ·g, fmt), then
+    ÷ λ. With λ = 1 this is plain fp16 storage; Fig. 3 of Micikevicius et al. 2018 shows
     that many activation gradients of SSD lie below 2^-24 and become zero without it."""
     g = check_real("gradient", gradient, -1e30, 1e30)
     s = check_real("loss_scale", loss_scale, 1, MAX_LOSS_SCALE)
@@ -376,6 +390,15 @@ def state_bytes_per_param(recipe: str, *, dp: int = 1) -> float:
     """Training state bytes per parameter on one GPU: zero-paper 16, megatron-bf16 18,
     megatron-distopt 6 + 12/d, fp8-te 18, fp8-deepseek 14, fp32 16."""
     return recipe_bytes(recipe, dp=dp).total
+
+
+def unsharded_bytes_per_param(recipe: str) -> float:
+    """Bytes per parameter that ``recipe`` keeps whole on every GPU, whatever dp: the
+    limit of ``state_bytes_per_param`` as d grows. megatron-distopt: bf16 weights 2 +
+    fp32 gradients 4 = 6 (Megatron-Core dist_optimizer.md, 6 + 12/d); recipes without a
+    distributed optimizer keep everything (zero-paper 16)."""
+    r = _recipe(recipe)
+    return math.fsum(getattr(r, part) for part in PARTS if part not in r.sharded)
 
 
 def optimizer_bytes(recipe: str) -> float:

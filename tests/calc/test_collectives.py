@@ -164,3 +164,27 @@ def test_scatter_needs_a_divisible_vector() -> None:
         c.scatter([[1, 2, 3], [4, 5, 6]])
     with pytest.raises(ValueError, match="root must be an integer from 0 to 1"):
         c.broadcast([[1], [2]], root=2)
+
+
+def test_a_chunk_is_the_message_over_the_ranks() -> None:
+    """nccl-tests PERFORMANCE.md: all-gather's S is its output, each rank contributing
+    S/n; a ring step moves one chunk, and n − 1 of them make (n − 1)/n · S."""
+    assert c.chunk_bytes(1e9, 8) == pytest.approx(125e6)
+    for n in RANKS:
+        assert (n - 1) * c.chunk_bytes(1e10, n) == pytest.approx(ring_bytes_per_rank("all_gather", 1e10, n))
+
+
+def test_ring_seconds_is_the_bandwidth_term() -> None:
+    """T = factor · S / β: all-gather of 1 GB on 8 ranks over InfiniBand NDR (50 GB/s):
+    7/8 of 20 ms; all-reduce twice that."""
+    assert c.ring_seconds("all_gather", size_bytes=1e9, ranks=8, bytes_per_s=50e9) == pytest.approx(17.5e-3)
+    assert c.ring_seconds("all_reduce", size_bytes=1e9, ranks=8, bytes_per_s=50e9) == pytest.approx(35e-3)
+
+
+def test_datasheet_and_node_bandwidths() -> None:
+    """H100 datasheet: NVLink 900 GB/s, the sum of 450 GB/s each way; DGX H100: eight
+    400 Gb/s adapters, 400 GB/s per direction together."""
+    assert c.both_directions_bytes_per_s(450e9) == pytest.approx(900e9)
+    assert c.aggregate_bytes_per_s(50e9, 8) == pytest.approx(400e9)
+    with pytest.raises(ValueError, match="links"):
+        c.aggregate_bytes_per_s(50e9, 0)

@@ -169,3 +169,29 @@ def test_state_bytes_of_llama2_7b() -> None:
 def test_bad_arguments_name_themselves(call, name: str) -> None:
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("fmt", PUBLISHED)
+def test_spacing_is_epsilon_at_one_and_the_subnormal_step_below_normal(fmt: str) -> None:
+    """At 1 the gap is epsilon 2^-m; below the smallest normal it is the smallest
+    subnormal (Table 1 of Micikevicius et al. 2022, IEEE 754-2008 Table 3.5)."""
+    _, min_normal, min_subnormal, eps = PUBLISHED[fmt]
+    assert prec.spacing(1.0, fmt) == eps
+    assert prec.spacing(min_normal / 3, fmt) == min_subnormal
+    assert prec.spacing(-1.0, fmt) == eps
+
+
+def test_spacing_of_e4m3_and_e5m2_near_300() -> None:
+    """E4M3 between 2^8 and 2^9: 2^(8−3) = 32, so 300 rounds to 288; E5M2: 64, to 320."""
+    assert prec.spacing(300.0, "e4m3") == 32.0
+    assert prec.spacing(300.0, "e5m2") == 64.0
+    assert prec.round_to(300.0, "e4m3") == 288.0 and prec.round_to(300.0, "e5m2") == 320.0
+    with pytest.raises(ValueError, match="nonzero"):
+        prec.spacing(0.0, "fp16")
+
+
+def test_unsharded_bytes_are_the_distributed_optimizer_floor() -> None:
+    """Megatron-Core dist_optimizer.md: 6 + 12/d, so 6 bytes stay whatever d."""
+    assert prec.unsharded_bytes_per_param("megatron-distopt") == 6.0
+    assert prec.state_bytes_per_param("megatron-distopt", dp=64) > prec.unsharded_bytes_per_param("megatron-distopt")
+    assert prec.unsharded_bytes_per_param("zero-paper") == 16.0

@@ -123,7 +123,7 @@ def test_sentence_explains_busbw_and_reads_it_against_the_right_link() -> None:
     assert "Kenapa busbw?" in id_default and "tidak bergantung pada n" in id_default
     assert "hambatannya adalah NVLink: busbw ini 38,9% dari line rate-nya (450 GB/s)" in id_default
     zh_default = sentence(render_output("bandwidth", {}, locale("zh")).html)
-    assert "algbw = S / t = 100 GB/s。n = 8 时 all-reduce 的 bus factor 为 2(n − 1)/n = 1.75" in zh_default
+    assert "algbw = S / t = 100 GB/s。n = 8 时 all-reduce 的总线系数为 2(n − 1)/n = 1.75" in zh_default
     assert "与 n 无关" in zh_default and "。 " not in zh_default  # no space after a Chinese full stop
     nodes = sentence(render_output("bandwidth", {"ranks": "64", "time_s": "5e-2", "size_bytes": "1e10"}, locale("id")).html)
     assert "n &gt; 8" in nodes and "7,88× line rate satu adapter InfiniBand NDR (50 GB/s)" in nodes
@@ -226,3 +226,14 @@ def test_model_sentence_names_the_winner_the_floor_and_the_crossover() -> None:
     assert "paling sedikit 1,8 µs" in tiny and "S* = 2,16 MB" in tiny
     big = sentence(render_output("bandwidth", {}, locale("zh")).html)
     assert "Rabenseifner（reduce-scatter + all-gather）是最快的 all-reduce 算法" in big and "NVLink SHARP" in big
+
+
+def test_busbw_against_the_datasheet_figure_and_a_nodes_adapters() -> None:
+    """8 H100 in 10 ms: busbw 175 GB/s is 38.9% of NVLink's 450 GB/s each way but only
+    19.4% of the datasheet's 900 GB/s; 16 ranks on two DGX H100 against 8 × 50 GB/s."""
+    _, v = evaluate("bandwidth", {})
+    assert v["nvlink_both_bytes_per_s"] == pytest.approx(900e9)
+    assert v["busbw_over_nvlink_both"] == pytest.approx(175 / 900)
+    _, v = evaluate("bandwidth", {"ranks": "16"})
+    assert v["node_ib_bytes_per_s"] == pytest.approx(400e9)
+    assert v["busbw_over_node_ib"] == pytest.approx(v["busbw"] / 400e9)

@@ -257,3 +257,13 @@ def test_every_svg_is_accessible_and_describes_the_vectors() -> None:
     assert "rank 0 持有 0、1、2" in panel_svg(html, "w-coll-before")
     assert "rank 0 持有 30、33、36" in panel_svg(html, "w-coll-after")
     assert "rank 0 把第 2 块发给 rank 1" in panel_svg(html, "w-coll-ring")  # reduce-scatter step 2: chunk (0 − 1) mod 3
+
+
+def test_chunk_and_bandwidth_terms_of_the_worked_examples() -> None:
+    """ZeRO-3's all-gather of 1 GB on 8 ranks: 125 MB per rank; 7/8 GB over NVLink 4
+    (450 GB/s) and over one InfiniBand NDR adapter (50 GB/s) per GPU."""
+    _, v = evaluate("collectives", {"op": "all_gather", "ranks": 8})
+    assert v["chunk_bytes"] == pytest.approx(125e6)
+    assert v["nvlink_time_s"] == pytest.approx(0.875e9 / 450e9)
+    assert v["ib_time_s"] == pytest.approx(0.875e9 / 50e9)
+    assert format_value("collectives", "ib_time_s", {"op": "all_gather", "ranks": "8"}, locale("id")) == "17,5 ms"

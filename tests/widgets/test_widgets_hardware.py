@@ -1,4 +1,4 @@
-"""Widget `hardware`: the time to move S bytes over every link is S / B (one direction,
+"""Widget `hardware`: the time to move S bytes over every link is S / β (one direction,
 per GPU, `calc.hardware.INTERCONNECTS`), drawn as bars on a log scale, fastest first,
 under a picture of the hierarchy (NVLink/NVSwitch, PCIe, InfiniBand, Ethernet)."""
 

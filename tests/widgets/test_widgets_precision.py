@@ -132,3 +132,15 @@ def test_sentence_and_figure_follow_the_state(lang: str, state: dict) -> None:
 def test_translators_markup_is_escaped(lang: str) -> None:
     html = render_output("precision", {"value": "1e-8"}, hostile_locale(lang, "precision")).html
     assert "<i " not in html
+
+
+def test_spacing_and_the_unsharded_floor() -> None:
+    """E4M3 near 300: spacing 2^(8−3) = 32; the distributed optimizer keeps 2 + 4 = 6
+    bytes per parameter whole on every GPU."""
+    _, v = evaluate("precision", {"fmt": "e4m3", "value": "3e2"})
+    assert v["spacing"] == 32.0
+    _, v = evaluate("precision", {"fmt": "e5m2", "value": "3e2"})
+    assert v["spacing"] == 64.0
+    _, v = evaluate("precision", {"recipe": "megatron-distopt", "dp": 64})
+    assert v["recipe_unsharded"] == 6.0
+    assert v["recipe_unsharded_state_bytes"] == pytest.approx(6 * v["params"])

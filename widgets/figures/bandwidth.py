@@ -7,7 +7,9 @@ algbw = S / t and the bus bandwidth busbw = algbw × factor, the factor being 2(
 for all-reduce, (n−1)/n for all-gather, reduce-scatter and all-to-all (and scatter,
 gather), 1 for broadcast and reduce: `calc.collectives.algbw`, `busbw`, `bus_factor`.
 busbw is the rate each GPU's own link had to sustain, independent of n, so it is the
-number to set against the hardware's peak. The figure draws algbw and busbw as bars on
+number to set against the hardware's peak: one direction of NVLink inside a node (not
+the datasheet's sum of both directions, `both_directions_bytes_per_s`), and across
+nodes the node's adapters together (`aggregate_bytes_per_s`). The figure draws algbw and busbw as bars on
 a log scale with reference lines at NVLink 4 and InfiniBand NDR (`calc.hardware`), and,
 below, the α–β time T = k·α + c·S/β of each algorithm of the collective against the
 message size (`calc.latency`), with the measured (S, t) on it, the latency floor and
@@ -60,6 +62,11 @@ OUTPUTS: dict[str, str] = {
     "ranks": "integer",
     "nvlink_bytes_per_s": "bytes_per_s",
     "ib_bytes_per_s": "bytes_per_s",
+    # NVLink as datasheets quote it (both directions), and a node's adapters together
+    "nvlink_both_bytes_per_s": "bytes_per_s",
+    "busbw_over_nvlink_both": "fraction",
+    "node_ib_bytes_per_s": "bytes_per_s",
+    "busbw_over_node_ib": "fraction",
     # the α–β model of the chosen collective on the chosen link (calc.latency)
     "alpha_s": "seconds",
     "link_bytes_per_s": "bytes_per_s",
@@ -104,6 +111,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model = min(lat.costs(op, ranks=n, size_bytes=size, **link), key=lambda c: c.time_s)
     ring = {c.algorithm: c for c in lat.costs("all_reduce", ranks=n, size_bytes=size, **link)}
     nvls = lat.nvls_all_reduce(ranks=n, size_bytes=size, bytes_per_s=link["bytes_per_s"])
+    nvlink_both = coll.both_directions_bytes_per_s(NVLINK.bytes_per_s)
+    node_ib = coll.aggregate_bytes_per_s(IB.bytes_per_s, GPUS_PER_NODE)
     return {
         "algbw": coll.algbw(size, time),
         "busbw": bus,
@@ -115,6 +124,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "ranks": n,
         "nvlink_bytes_per_s": NVLINK.bytes_per_s,
         "ib_bytes_per_s": IB.bytes_per_s,
+        "nvlink_both_bytes_per_s": nvlink_both,
+        "busbw_over_nvlink_both": bus / nvlink_both,
+        "node_ib_bytes_per_s": node_ib,
+        "busbw_over_node_ib": bus / node_ib,
         "alpha_s": link["alpha_s"],
         "link_bytes_per_s": link["bytes_per_s"],
         "model_s": model.time_s,

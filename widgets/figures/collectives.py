@@ -6,8 +6,9 @@ walks ring all-reduce chunk by chunk. Every rank starts with the vector 10·r + 
 vector). The figure shows every rank's vector before and after, computed by running the
 operation in `calc.collectives`; which ranks a value came from is found the same way,
 by running the operation once more on markers 2^r (a sum of distinct powers of two
-names its contributors). The ring walk, the bytes each rank sends and the bus factor
-also come from `calc.collectives`.
+names its contributors). The ring walk, the bytes each rank sends, the bus factor, one
+rank's chunk S/n and the bandwidth-only time over NVLink 4 and over one InfiniBand NDR
+adapter per GPU (`calc.hardware.INTERCONNECTS`) also come from `calc.collectives`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from calc import collectives as coll
+from calc.hardware import INTERCONNECTS
 
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
@@ -49,6 +51,9 @@ OUTPUTS: dict[str, str] = {
     "ranks": "integer",
     "size_bytes": "bytes",
     "steps": "integer",
+    "chunk_bytes": "bytes",
+    "nvlink_time_s": "seconds",
+    "ib_time_s": "seconds",
 }
 
 
@@ -92,6 +97,9 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "ranks": n,
         "size_bytes": size,
         "steps": len(ring_walk(n)) - 1,
+        "chunk_bytes": coll.chunk_bytes(size, n),
+        "nvlink_time_s": coll.ring_seconds(op, size_bytes=size, ranks=n, bytes_per_s=INTERCONNECTS["nvlink4"].bytes_per_s),
+        "ib_time_s": coll.ring_seconds(op, size_bytes=size, ranks=n, bytes_per_s=INTERCONNECTS["ib-ndr"].bytes_per_s),
     }
 
 

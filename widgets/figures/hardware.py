@@ -5,7 +5,7 @@ figure draws one pod: a node of 8 GPUs joined by NVLink through NVSwitch, PCIe f
 each GPU to its NIC and to the CPU, InfiniBand from the NICs to the other nodes of
 the pod, Ethernet from the pod to the other pods; each tier is labelled with its
 bandwidth (per GPU, one direction, `calc.hardware.INTERCONNECTS`). Below it, the time
-t = S / B to move S over every link in `INTERCONNECTS` (`calc.collectives.
+T = S / β to move S over every link in `INTERCONNECTS` (`calc.collectives.
 transfer_seconds`), fastest link first, as horizontal bars on a log scale whose three
 decades follow S, so the bars keep their lengths: in this bandwidth-only model every
 time is proportional to S and the ratios between links never change.

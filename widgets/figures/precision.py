@@ -8,7 +8,7 @@ The figures, every number from `calc.precision` (and `calc.models` for the model
 2. the range of every format on one log axis, subnormals lighter, the value marked:
    bf16 spans fp32's range, fp16 a narrow band, FP8 narrower still;
 3. loss scaling: the value taken as a gradient, stored in fp16 without and with the
-   loss scale S, and in bf16, on fp16's part of the axis (Micikevicius et al. 2018,
+   loss scale λ, and in bf16, on fp16's part of the axis (Micikevicius et al. 2018,
    Sec. 3.2);
 4. bytes per parameter of every recipe, stacked by part, at the chosen dp.
 """
@@ -31,7 +31,7 @@ FORMAT_LABELS = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "e4m3": "FP8 E4
 # Values to represent, from a gradient below fp16's smallest subnormal (2^-24 ≈ 6e-8) to
 # one that only E4M3 cannot hold (its max is 448); none overflows fp16 or E5M2 by itself.
 VALUES = ("1e-8", "1e-6", "1e-4", "1e-1", "1", "3e2", "3e4")
-# Powers of two: S = 8 is Micikevicius et al. 2018's SSD scale (Sec. 3.2); 65536 = 2^16 is
+# Powers of two: λ = 8 is Micikevicius et al. 2018's SSD scale (Sec. 3.2); 65536 = 2^16 is
 # PyTorch GradScaler's init_scale.
 LOSS_SCALES = ("1", "8", "128", "1024", "32768", "65536")
 
@@ -64,6 +64,7 @@ OUTPUTS: dict[str, str] = {
     # Stored values with enough digits that the rounding shows (0,099975586, not 0,1).
     "rounded_value": "exact",
     "relative_error": "scientific",
+    "spacing": "exact",
     "sign_bit": "integer",
     "exponent_field": "integer",
     "mantissa_field": "integer",
@@ -93,6 +94,8 @@ OUTPUTS: dict[str, str] = {
     "recipe_total": "number",
     "params": "count",
     "recipe_state_bytes": "bytes",
+    "recipe_unsharded": "number",
+    "recipe_unsharded_state_bytes": "bytes",
 }
 
 
@@ -118,6 +121,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "value": x,
         "rounded_value": rounded,
         "relative_error": prec.relative_error(x, fmt),
+        "spacing": prec.spacing(x, fmt),
         "sign_bit": enc.sign,
         "exponent_field": enc.exponent,
         "mantissa_field": enc.mantissa,
@@ -160,6 +164,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "recipe_total": chosen.total,
         "params": params,
         "recipe_state_bytes": prec.state_bytes(params, state["recipe"], dp=d),
+        "recipe_unsharded": prec.unsharded_bytes_per_param(state["recipe"]),
+        "recipe_unsharded_state_bytes": params * prec.unsharded_bytes_per_param(state["recipe"]),
     })
     return values
 
@@ -295,7 +301,7 @@ def _range_svg(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str,
 
 
 def _scaling_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: str, desc: str) -> str:
-    """fp16's band around the gradient g and S·g, with what each storage keeps."""
+    """fp16's band around the gradient g and λ·g, with what each storage keeps."""
     lo, hi = -34.0, 20.0
     x_of = _log_axis(lo, hi)
     parts = []
