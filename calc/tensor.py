@@ -26,6 +26,7 @@ from ._check import (
     MAX_BYTES_PER_S,
     MAX_FLOPS_PER_S,
     MAX_GPUS,
+    MAX_HEADS,
     MAX_HIDDEN,
     MAX_OPTIMIZER_BYTES,
     MAX_PARAMS,
@@ -46,7 +47,11 @@ __all__ = [
     "comm_over_compute",
     "comm_seconds",
     "compute_seconds_per_layer",
+    "heads_per_gpu",
+    "kv_heads_per_gpu",
+    "message_bytes",
     "replicated_params_per_layer",
+    "sent_over_message",
     "sent_per_gpu_layer_bytes",
     "shard_rows",
     "split_params_per_layer",
@@ -117,6 +122,55 @@ def sent_per_gpu_layer_bytes(
     return ALL_REDUCES_PER_LAYER * bus_factor("all_reduce", t) * message
 
 
+def message_bytes(*, hidden: int, seq_len: int, micro_batch: int = 1) -> float:
+    """Bytes of the tensor every tensor-parallel collective moves: one activation of
+    s·b·h numbers in 16 bits,
+
+        S = 2·s·b·h
+
+    (Shoeybi et al. 2019, Sec. 3: the all-reduces of f and g act on the block's s×b×h
+    input or output). Llama 2 7B (s = h = 4096), b = 1: 33.55e6."""
+    h = check_int("hidden", hidden, 1, MAX_HIDDEN)
+    s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)
+    b = check_int("micro_batch", micro_batch, 1, MAX_BATCH)
+    return float(s) * b * h * ACTIVATION_BYTES
+
+
+def sent_over_message(*, tp: int, sequence_parallel: bool = False) -> float:
+    """Bytes each GPU sends per layer, forward and backward, in units of one message
+    S = 2sbh: ``sent_per_gpu_layer_bytes`` / ``message_bytes``,
+
+        4 × 2(t−1)/t
+
+    (4 all-reduces, Shoeybi et al. 2019 Fig. 4; ring factor 2(n−1)/n, nccl-tests
+    PERFORMANCE.md). Sequence parallelism gives the same, (4 + 4) × (t−1)/t
+    (Korthikanti et al. 2022, Sec. 4.2.2). t = 2: 4; t = 8: 7."""
+    t = _tp(tp)
+    sp = check_choice("sequence_parallel", sequence_parallel, (False, True))
+    if sp:
+        return math.fsum([SP_ALL_GATHERS_PER_LAYER * bus_factor("all_gather", t),
+                          SP_REDUCE_SCATTERS_PER_LAYER * bus_factor("reduce_scatter", t)])
+    return ALL_REDUCES_PER_LAYER * bus_factor("all_reduce", t)
+
+
+def heads_per_gpu(*, heads: int, tp: int) -> float:
+    """Attention heads (query heads) each tensor-parallel GPU computes: a/t (Shoeybi
+    et al. 2019, Sec. 3: the Q, K, V projections are split by heads, so Megatron-LM
+    requires t to divide a). Llama 2 70B, a = 64, t = 8: 8."""
+    a = check_int("heads", heads, 1, MAX_HEADS)
+    return a / _tp(tp)
+
+
+def kv_heads_per_gpu(*, kv_heads: int, tp: int) -> float:
+    """Key/value heads (grouped-query attention groups) on each tensor-parallel GPU:
+    h_kv/t. The K and V projections are split by KV head like the queries, so the split
+    is even only while t divides h_kv; below 1 (t > h_kv) each KV head would have to be
+    copied to t/h_kv GPUs (Ainslie et al. 2023, GQA; Llama 2 70B has
+    h_kv = 8, Touvron et al. 2023 Sec. 2.2). Llama 2 70B, t = 8: 1."""
+    k = check_int("kv_heads", kv_heads, 1, MAX_HEADS)
+    return k / _tp(tp)
+
+
 def split_params_per_layer(hidden: int) -> int:
     """Parameters of one GPT layer (4h MLP, biases) that tensor parallelism splits t
     ways (Shoeybi et al. 2019, Sec. 3, Fig. 3): the QKV, output-projection and two MLP
@@ -182,7 +236,7 @@ def compute_seconds_per_layer(
     flops_per_gpu: float = _FLOPS,
 ) -> float:
     """Forward + backward compute of one layer on one GPU for b sequences:
-    6 · (layer params / t) · s · b / F (Kaplan et al. 2020 Sec. 2.1, split t ways).
+    6 · (layer params / t) · s · b / X (Kaplan et al. 2020 Sec. 2.1, split t ways).
     Llama 2 7B, t = 4, s = 4096, 150 TFLOP/s: 8.289e-3 s."""
     w = weights_per_gpu_layer(layer_params, tp)
     s = check_int("seq_len", seq_len, 1, MAX_SEQ_LEN)

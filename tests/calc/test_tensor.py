@@ -52,3 +52,32 @@ def test_no_split_no_traffic_and_ratio_grows_with_t() -> None:
     assert tensor.sent_per_gpu_layer_bytes(hidden=4096, seq_len=4096, tp=1) == 0
     ratios = [tensor.comm_over_compute(layer_params=LAYER_7B, hidden=4096, seq_len=4096, tp=t) for t in (1, 2, 4, 8)]
     assert ratios[0] == 0 and ratios == sorted(ratios)
+
+
+def test_one_message_is_an_s_b_h_activation_in_16_bits() -> None:
+    """`tp.message_bytes`: 2sbh, the 33.55 MB that Megatron's f and g all-reduce for one
+    4,096-token Llama 2 7B sequence (the same tensor the pipeline passes between stages)."""
+    assert tensor.message_bytes(hidden=4096, seq_len=4096) == 2 * 4096 * 4096
+    assert tensor.message_bytes(hidden=8192, seq_len=4096, micro_batch=2) == 2 * 2 * 4096 * 8192
+
+
+@pytest.mark.parametrize(("t", "messages"), [(1, 0), (2, 4), (4, 6), (8, 7)])
+def test_bytes_sent_per_layer_are_4_ring_factors_of_one_message(t: int, messages: float) -> None:
+    """4 × 2(t−1)/t: at t = 8 each GPU sends 7 messages per layer, and sequence
+    parallelism (4 all-gathers + 4 reduce-scatters, (t−1)/t each) sends the same."""
+    assert tensor.sent_over_message(tp=t) == pytest.approx(messages)
+    assert tensor.sent_over_message(tp=t, sequence_parallel=True) == pytest.approx(messages)
+    sent = tensor.sent_per_gpu_layer_bytes(hidden=M.hidden, seq_len=M.seq_len, tp=t)
+    assert sent == pytest.approx(messages * tensor.message_bytes(hidden=M.hidden, seq_len=M.seq_len))
+
+
+def test_llama2_70b_heads_split_evenly_up_to_t_8() -> None:
+    """Llama 2 70B: 64 query heads in 8 KV groups (Touvron et al. 2023, Sec. 2.2; config
+    num_key_value_heads = 8): at t = 8 each GPU has 8 query heads and 1 KV head; at t = 16
+    half a KV head, i.e. each KV head on 2 GPUs."""
+    m = MODELS["llama2-70b"]
+    assert tensor.heads_per_gpu(heads=m.heads, tp=8) == 8
+    assert tensor.kv_heads_per_gpu(kv_heads=m.kv_heads, tp=8) == 1
+    assert tensor.kv_heads_per_gpu(kv_heads=m.kv_heads, tp=16) == 0.5
+    with pytest.raises(ValueError, match="heads"):
+        tensor.heads_per_gpu(heads=0, tp=8)

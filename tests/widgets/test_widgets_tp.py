@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from calc.hardware import LINKS
+from calc.hardware import MACHINES
 from widgets.figures import tp
-from widgets.framework.core import evaluate, render_output
+from widgets.framework.core import evaluate, handle, render_output, render_widget
 from widgets.build.native import locale
 
 # WIDGETS.md, row `tp`: t = 4 over NVLink, Llama 2 7B, one 4,096-token sequence.
@@ -34,12 +34,78 @@ def test_default_state_reproduces_the_seed_within_a_tenth_of_a_percent(key: str)
     assert values[key] == pytest.approx(SEED[key], rel=1e-3)
 
 
+@pytest.mark.parametrize("machine", list(MACHINES))
 @pytest.mark.parametrize("state", STATES)
-def test_comm_time_is_the_chosen_links_and_the_network_is_nine_times_slower(state: dict) -> None:
-    _, v = evaluate("tp", state)
+def test_comm_time_is_the_chosen_links_of_the_machine(state: dict, machine: str) -> None:
+    _, v = evaluate("tp", {**state, "machine": machine})
+    spec = MACHINES[machine]
+    beta = {"nvlink": spec.nvlink_bytes_per_s, "network": spec.network_bytes_per_s}
     assert v["comm_time"] == v[f"comm_time_{state['link']}"]
-    assert v["link_bytes_per_s"] == LINKS[state["link"]].bytes_per_s
-    assert v["comm_time_network"] == pytest.approx(9 * v["comm_time_nvlink"])  # 450 vs 50 GB/s
+    assert v["link_bytes_per_s"] == beta[state["link"]]
+    assert v["gpu_flops"] == spec.gpu.flops_per_s and v["gpu_memory_bytes"] == spec.gpu.memory_bytes
+    ratio = spec.nvlink_bytes_per_s / spec.network_bytes_per_s
+    assert v["nvlink_over_network"] == pytest.approx(ratio)
+    assert v["comm_time_network"] == pytest.approx(ratio * v["comm_time_nvlink"])
+
+
+def test_the_books_network_is_nine_times_slower_than_its_nvlink() -> None:
+    _, v = evaluate("tp", {})
+    assert v["nvlink_over_network"] == pytest.approx(9)  # 450 vs 50 GB/s
+
+
+# Llama 2 7B, t = 8 over NVLink: comm ÷ compute = 2(t−1)/t · 2sbh · 4 / β ÷ (6 P s / (t X)),
+# so it scales with X/β. The seed's machine (150 TFLOP/s, 450 GB/s) hides it; on a real
+# DGX the GPU computes faster for the same NVLink and TP = 8 waits a large share.
+PER_MACHINE = {"book": 0.1260, "dgx-a100": 0.3931, "dgx-h100": 0.8308, "dgx-h200": 0.8308, "dgx-b200": 0.9450}
+
+
+@pytest.mark.parametrize(("machine", "ratio"), PER_MACHINE.items())
+def test_tp8_over_nvlink_costs_a_machine_dependent_share_of_compute(machine: str, ratio: float) -> None:
+    _, v = evaluate("tp", {"tp": "8", "machine": machine})
+    assert v["comm_over_compute"] == pytest.approx(ratio, rel=1e-3)
+    spec = MACHINES[machine]
+    _, book = evaluate("tp", {"tp": "8"})
+    scale = (spec.gpu.flops_per_s / 150e12) * (450e9 / spec.nvlink_bytes_per_s)
+    assert v["comm_over_compute"] == pytest.approx(book["comm_over_compute"] * scale)
+
+
+def test_the_machine_control_renders_with_its_labels_in_both_languages() -> None:
+    for lang, label, book in (("id", "Mesin", "Mesin ilustratif buku"), ("zh", "机器", "本书的示意机器")):
+        html = render_widget("tp", {}, locale(lang))
+        assert 'name="machine"' in html and label in html and book in html
+        assert '<option value="book" selected>' in html
+        assert all(f'<option value="{key}"' in html for key in MACHINES)
+
+
+@pytest.mark.parametrize(("lang", "expected"), [
+    ("id", "Mesin harus salah satu dari book, dgx-a100, dgx-h100, dgx-h200, dgx-b200, bukan “tpu”."),
+    ("zh", "机器 必须是 book, dgx-a100, dgx-h100, dgx-h200, dgx-b200 之一，而不是“tpu”。"),
+])
+def test_a_bad_machine_gives_a_localized_error(lang: str, expected: str) -> None:
+    reply = handle({"widget": "tp", "state": {"machine": "tpu"}}, locale(lang))
+    assert reply["ok"] is False and 'role="alert"' in reply["html"]
+    assert expected in reply["html"]
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_only_the_books_own_machine_is_called_illustrative(lang: str) -> None:
+    mark = {"id": "ilustratif", "zh": "示意"}[lang]
+    heading = re.compile(r'<title id="w-tp-time-t">([^<]*)</title>')
+    book = heading.search(render_output("tp", {}, locale(lang)).html).group(1)
+    h100 = heading.search(render_output("tp", {"machine": "dgx-h100"}, locale(lang)).html).group(1)
+    assert mark in book and "150 TFLOP/s" in book
+    assert mark not in h100 and "DGX H100" in h100 and "989 TFLOP/s" in h100
+
+
+def test_worked_example_steps() -> None:
+    """The outputs the chapter's solutions use: S = 2sbh, 2(t−1)/t, 4 × 2(t−1)/t, heads."""
+    _, v = evaluate("tp", {"tp": "8", "model": "llama2-70b"})
+    assert v["message_bytes"] == 2 * 4096 * 8192
+    assert v["ring_factor"] == pytest.approx(7 / 4) and v["sent_over_message"] == pytest.approx(7)
+    assert v["sent_per_gpu_layer_bytes"] == pytest.approx(v["sent_over_message"] * v["message_bytes"])
+    assert (v["heads_per_gpu"], v["kv_heads_per_gpu"], v["hidden"], v["seq_len"]) == (8, 1, 8192, 4096)
+    _, two = evaluate("tp", {"tp": "2"})
+    assert two["ring_factor"] == 1 and two["sent_over_message"] == 4 and two["all_reduces_per_layer"] == 4
 
 
 def test_eight_gpus_over_the_network_wait_longer_than_they_compute() -> None:
@@ -100,10 +166,10 @@ def test_sentence_changes_with_the_meaning() -> None:
     split = sentence(render_output("tp", {}, loc).html)
     slower = sentence(render_output("tp", {"tp": "8", "link": "network"}, loc).html)
     assert "tanpa all-reduce" in single and "Lewat" not in single
-    assert "Lewat NVLink 450 GB/s itu butuh 447,4 µs, dibanding 8,29 ms komputasi" in split
-    assert "lebih lama dari 4,14 ms komputasinya" in slower
+    assert "lewat NVLink 450 GB/s makan waktu 447,4 µs, sementara komputasi layer itu 8,29 ms" in split
+    assert "lebih lama dari 4,14 ms komputasinya" in slower and "lebih lama dari" not in split
     zh = sentence(render_output("tp", {"tp": "8", "link": "network"}, locale("zh")).html)
-    assert "走网络 50 GB/s 需要 4.7 毫秒，比计算的 4.14 毫秒还长" in zh
+    assert "走网络 50 GB/s 需要 4.7 毫秒，比这一层 4.14 毫秒的计算还长" in zh
 
 
 def test_figure_is_accessible_and_described_in_both_languages() -> None:

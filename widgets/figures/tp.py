@@ -8,6 +8,10 @@ into t column blocks (one colour per GPU), the activation kept local, times the
 second matrix split into t row blocks, t partial sums, one all-reduce over the chosen
 link, the output Z on every GPU. Below it, one layer's all-reduce time over NVLink and
 over the network against its compute time. Every number comes from `calc`.
+
+The machine (calc.hardware.MACHINES) sets X and both links: by default the seed's
+illustrative one (150 TFLOP/s, NVLink 450 GB/s, network 50 GB/s); on a real server
+the ratio of communication to compute follows X/β of that generation.
 """
 
 from __future__ import annotations
@@ -15,22 +19,23 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from calc import tensor
-from calc.hardware import DEFAULT_GPU, GPUS, LINKS
+from calc.collectives import bus_factor
+from calc.hardware import get_machine
 from calc.models import layer_param_count
 
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice
-from ._common import MODEL, all_values_table, model_params, output_label
+from ._common import MACHINE, MODEL, all_values_table, model_params, output_label
 
 NAME = "tp"
-GPU = GPUS[DEFAULT_GPU]
 LINK_KEYS = ("nvlink", "network")
 
 CONTROLS = (
     Choice("tp", ("1", "2", "4", "8"), "4", radio=True),
     Choice("link", LINK_KEYS, "nvlink", radio=True),
     MODEL,
+    MACHINE,
 )
 
 OUTPUTS: dict[str, str] = {
@@ -44,18 +49,46 @@ OUTPUTS: dict[str, str] = {
     "comm_time_nvlink": "seconds",
     "comm_time_network": "seconds",
     "link_bytes_per_s": "bytes_per_s",
+    # The worked examples' steps: the message S = 2sbh, the ring factor 2(t−1)/t, the
+    # bytes sent in messages, 4 × 2(t−1)/t, the shape and the heads of the model, the
+    # machine's figures, and how many times NVLink outruns the network.
+    "message_bytes": "bytes",
+    "all_reduces_per_layer": "integer",
+    "ring_factor": "number",
+    "sent_over_message": "number",
+    "seq_len": "integer",
+    "hidden": "integer",
+    "heads": "integer",
+    "kv_heads": "integer",
+    "heads_per_gpu": "number",
+    "kv_heads_per_gpu": "number",
+    "gpu_flops": "flops_per_s",
+    "gpu_memory_bytes": "bytes",
+    "gpus_per_node": "integer",
+    "nvlink_bytes_per_s": "bytes_per_s",
+    "network_bytes_per_s": "bytes_per_s",
+    "nvlink_over_network": "ratio",
 }
+
+
+def link_bandwidths(state: Mapping[str, Any]) -> dict[str, float]:
+    """β of each link of the state's machine, bytes/s per GPU and direction."""
+    machine = get_machine(state["machine"])
+    return {"nvlink": machine.nvlink_bytes_per_s, "network": machine.network_bytes_per_s}
 
 
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model, params = model_params(state)
+    machine = get_machine(state["machine"])
     t = int(state["tp"])
-    link = LINKS[state["link"]].bytes_per_s
+    betas = link_bandwidths(state)
+    beta = betas[state["link"]]
+    x = machine.gpu.flops_per_s
     layer = layer_param_count(model)
     sent = tensor.sent_per_gpu_layer_bytes(hidden=model.hidden, seq_len=model.seq_len, tp=t)
-    comm = tensor.comm_seconds(sent, link)
+    comm = tensor.comm_seconds(sent, beta)
     work = tensor.compute_seconds_per_layer(layer_params=layer, seq_len=model.seq_len, tp=t,
-                                            flops_per_gpu=GPU.flops_per_s)
+                                            flops_per_gpu=x)
     return {
         "layer_params": layer,
         "weights_per_gpu_layer": tensor.weights_per_gpu_layer(layer, t),
@@ -64,8 +97,24 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "comm_time": comm,
         "compute_time": work,
         "comm_over_compute": comm / work,
-        **{f"comm_time_{key}": tensor.comm_seconds(sent, LINKS[key].bytes_per_s) for key in LINK_KEYS},
-        "link_bytes_per_s": link,
+        **{f"comm_time_{key}": tensor.comm_seconds(sent, betas[key]) for key in LINK_KEYS},
+        "link_bytes_per_s": beta,
+        "message_bytes": tensor.message_bytes(hidden=model.hidden, seq_len=model.seq_len),
+        "all_reduces_per_layer": tensor.ALL_REDUCES_PER_LAYER,
+        "ring_factor": bus_factor("all_reduce", t),
+        "sent_over_message": tensor.sent_over_message(tp=t),
+        "seq_len": model.seq_len,
+        "hidden": model.hidden,
+        "heads": model.heads,
+        "kv_heads": model.kv_heads,
+        "heads_per_gpu": tensor.heads_per_gpu(heads=model.heads, tp=t),
+        "kv_heads_per_gpu": tensor.kv_heads_per_gpu(kv_heads=model.kv_heads, tp=t),
+        "gpu_flops": x,
+        "gpu_memory_bytes": machine.gpu.memory_bytes,
+        "gpus_per_node": machine.gpus_per_node,
+        "nvlink_bytes_per_s": betas["nvlink"],
+        "network_bytes_per_s": betas["network"],
+        "nvlink_over_network": betas["nvlink"] / betas["network"],
     }
 
 
@@ -76,7 +125,8 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     link = state["link"]
     other = LINK_KEYS[1 - LINK_KEYS.index(link)]
     f = {key: loc.format(kind, v[key]) for key, kind in OUTPUTS.items()}
-    names = {key: loc.t(f"tp.figure.link_{key}", bandwidth=loc.format("bytes_per_s", LINKS[key].bytes_per_s))
+    betas = link_bandwidths(state)
+    names = {key: loc.t(f"tp.figure.link_{key}", bandwidth=loc.format("bytes_per_s", betas[key]))
              for key in LINK_KEYS}
     cards = stat_cards([(output_label(NAME, k, loc), k, v[k], OUTPUTS[k]) for k in
                         ("weights_per_gpu_layer", "state_per_gpu_bytes", "sent_per_gpu_layer_bytes", "comm_over_compute")], loc)
@@ -91,7 +141,7 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
                          sent=f["sent_per_gpu_layer_bytes"], seq=seq, link=names[link], comm=f["comm_time"],
                          compute=f["compute_time"], ratio=f["comm_over_compute"], other_link=names[other],
                          other_comm=f[f"comm_time_{other}"])
-    return (f'{cards}{figure(t, link, v, f, names, seq, loc)}<p class="w-sentence">{sentence}</p>'
+    return (f'{cards}{figure(t, link, state["machine"], v, f, names, seq, loc)}<p class="w-sentence">{sentence}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
 
@@ -208,8 +258,8 @@ def _time_svg(t: int, link: str, v: Mapping[str, float], f: Mapping[str, str], l
     return svg("w-tp-time", WIDTH, 90, "".join(parts), title, desc)
 
 
-def figure(t: int, link: str, v: Mapping[str, float], f: Mapping[str, str], names: Mapping[str, str],
-           seq: str, loc: Locale) -> str:
+def figure(t: int, link: str, machine: str, v: Mapping[str, float], f: Mapping[str, str],
+           names: Mapping[str, str], seq: str, loc: Locale) -> str:
     L = lambda key, **kw: loc.t(f"tp.figure.{key}", **kw)  # noqa: E731
     t_text = loc.integer(t)
     if t == 1:
@@ -221,7 +271,10 @@ def figure(t: int, link: str, v: Mapping[str, float], f: Mapping[str, str], name
         for i in range(t)
     ) + f'<li><span class="w-swatch w-tp-rep"></span>{esc(L("replicated"))}</li>'
     heading = L("mlp_single") if t == 1 else L("mlp", t=t_text)
-    time_heading = L("time", seq=seq, gpu_flops=loc.format("flops_per_s", GPU.flops_per_s))
+    # Only the book's own machine is illustrative; a preset is a real DGX and is named.
+    time_heading = (L("time", seq=seq, gpu_flops=f["gpu_flops"]) if machine == "book" else
+                    L("time_machine", seq=seq, gpu_flops=f["gpu_flops"],
+                      machine=loc.t(f"tp.controls.machine.options.{machine}")))
     time_desc = L("time_desc", compute=f["compute_time"], nvlink=f["comm_time_nvlink"],
                   network=f["comm_time_network"])
     note = L("note", count=loc.integer(tensor.ALL_REDUCES_PER_LAYER))
