@@ -62,12 +62,15 @@ __all__ = [
     "bubble_fraction_of_time",
     "bubble_over_ideal_time",
     "bubble_share",
+    "bubble_target_coefficient",
     "bubble_time",
     "busy_units",
     "check_dualpipe",
     "in_flight_microbatches",
     "layers_per_stage",
+    "microbatches_for_bubble",
     "overlapped_spans",
+    "p2p_messages_per_microbatch",
     "parameter_copies",
     "simulate_schedule",
     "stage_layers",
@@ -120,6 +123,43 @@ def bubble_over_ideal_time(*, pp: int, microbatches: int, chunks: int = 1) -> fl
     interleaved (Sec. 2.2.2). Equals f/(1 − f) for f = ``bubble_fraction_of_time``."""
     p, m, v = _p_m_v(pp, microbatches, chunks)
     return (p - 1.0) / (v * m)
+
+
+def _target(bubble: float) -> Fraction:
+    """The bubble target as an exact fraction: a slider's 0.1 (or 0.01 + 9 × 0.01) is 1/10."""
+    f = check_real("bubble", bubble, 0, 1, lo_inclusive=False)
+    if f >= 1:
+        raise ValueError(f"bubble must be less than 1, got {f:g}")
+    return Fraction(f).limit_denominator(10_000)
+
+
+def bubble_target_coefficient(bubble: float) -> float:
+    """(1 − f)/f for a bubble target f: (p − 1)/(v·m + p − 1) ≤ f holds exactly when
+    v·m ≥ (1 − f)/f · (p − 1) (rearranged from Narayanan et al. 2021 Sec. 2.2.1–2.2.2).
+    f = 0.1: 9, so m ≥ 9(p − 1) without interleaving."""
+    f = _target(bubble)
+    return float((1 - f) / f)
+
+
+def microbatches_for_bubble(*, pp: int, bubble: float, chunks: int = 1) -> int:
+    """Fewest micro-batches m whose bubble share (p − 1)/(v·m + p − 1) (GPipe and 1F1B,
+    Huang et al. 2018 Sec. 2.3, Narayanan et al. 2021 Sec. 2.2.1; interleaved with
+    v = ``chunks``, Sec. 2.2.2) is at most ``bubble``: m = ceil((1 − f)(p − 1)/(v·f)),
+    at least 1. Exact for a target such as 0.1 (see ``_target``).
+    p = 4, f = 0.1: 27; p = 8: 63; p = 8, v = 4: 16."""
+    p, _, v = _p_m_v(pp, 1, chunks)
+    f = _target(bubble)
+    need = (1 - f) * (p - 1) / (v * f)
+    return max(1, math.ceil(need))
+
+
+def p2p_messages_per_microbatch(*, pp: int, chunks: int = 1) -> int:
+    """Point-to-point messages one micro-batch causes per step: its activation crosses
+    each of the v·p − 1 boundaries between consecutive (virtual) stages forward and its
+    gradient crosses them back, 2(v·p − 1); interleaving multiplies the communication by
+    about v (Narayanan et al. 2021 Sec. 2.2.2). p = 8: 14; p = 8, v = 4: 62."""
+    p, _, v = _p_m_v(pp, 1, chunks)
+    return 2 * (v * p - 1)
 
 
 def _units(fwd: float, bwd: float) -> float:

@@ -436,3 +436,41 @@ def test_split_schedules_validate_their_arguments() -> None:
         pp.bubble_time(pp=5, schedule="dualpipe")
     # the older schedules ignore wgrad: bwd = 1 with the default wgrad = 1 still runs
     assert simulate_schedule(pp=2, microbatches=2, schedule="1f1b", bwd=1, wgrad=1)
+
+
+# -- planning: micro-batches for a bubble target, point-to-point messages ----------------
+
+
+@pytest.mark.parametrize("target", [0.01, 0.05, 0.1, 0.25, 0.5])
+@pytest.mark.parametrize("v", [1, 2, 4])
+def test_microbatches_for_bubble_is_the_fewest_that_reach_the_target(target: float, v: int) -> None:
+    """The returned m meets (p − 1)/(v·m + p − 1) ≤ f and m − 1 does not."""
+    for p in range(1, 33):
+        m = pp.microbatches_for_bubble(pp=p, bubble=target, chunks=v)
+        assert pp.bubble_fraction_of_time(pp=p, microbatches=m, chunks=v) <= target + 1e-12
+        if m > 1:
+            assert pp.bubble_fraction_of_time(pp=p, microbatches=m - 1, chunks=v) > target
+
+
+def test_bubble_target_of_ten_percent_needs_nine_micro_batches_per_idle_slot() -> None:
+    """(p − 1)/(m + p − 1) ≤ 0.1 ⇔ m ≥ 9(p − 1): 27 for p = 4, 63 for p = 8; a slider's
+    0.01 + 9 × 0.01 is the same target."""
+    assert pp.bubble_target_coefficient(0.1) == 9
+    assert pp.microbatches_for_bubble(pp=4, bubble=0.1) == 27
+    assert pp.microbatches_for_bubble(pp=8, bubble=0.1) == 63
+    assert pp.microbatches_for_bubble(pp=4, bubble=0.01 + 9 * 0.01) == 27
+    assert pp.microbatches_for_bubble(pp=1, bubble=0.1) == 1
+    for bad in (0, 1, -0.1, 1.5):
+        with pytest.raises(ValueError, match="bubble"):
+            pp.microbatches_for_bubble(pp=4, bubble=bad)
+
+
+def test_interleaving_multiplies_point_to_point_messages_by_about_v() -> None:
+    """Narayanan et al. 2021 Sec. 2.2.2: the communication grows v-fold; per micro-batch
+    2(v·p − 1) messages, 2(p − 1) without interleaving."""
+    assert pp.p2p_messages_per_microbatch(pp=8) == 14
+    assert pp.p2p_messages_per_microbatch(pp=8, chunks=4) == 62
+    for p in range(2, 33):
+        for v in (2, 4, 8):
+            ratio = pp.p2p_messages_per_microbatch(pp=p, chunks=v) / pp.p2p_messages_per_microbatch(pp=p)
+            assert v <= ratio <= 2 * v

@@ -137,7 +137,7 @@ def test_interleaved_units_keep_their_decimals() -> None:
     out = render_output("pp", state(4, 4, "interleaved", 2), locale("id"))
     assert out.values["total_units"] == 16.5
     assert 'data-out="total_units" data-value="16.5">16,5<' in out.html
-    assert "sibuk 12 dari 16,5 unit" in sentence(out.html)
+    assert "bekerja 12 dari 16,5 unit" in sentence(out.html)
 
 
 @pytest.mark.parametrize("lang", ["id", "zh"])
@@ -163,7 +163,7 @@ def test_sentence_states_the_current_numbers(lang: str, p: int, m: int, schedule
 def test_sentence_changes_with_the_meaning() -> None:
     loc = locale("id")
     assert "tanpa menunggu" in sentence(render_output("pp", state(1, 4), loc).html)
-    assert "GPipe menyimpan aktivasi 4 micro-batch" in sentence(render_output("pp", {}, loc).html)
+    assert "stage 0 sudah menahan activation 4 micro-batch" in sentence(render_output("pp", {}, loc).html)
     assert "paling banyak 4 micro-batch, bukan 16" in sentence(render_output("pp", state(4, 16, "1f1b"), loc).html)
     assert "m tidak melebihi p" in sentence(render_output("pp", state(8, 5, "1f1b"), loc).html)
     assert "sama dengan (p − 1)/(v·m + p − 1)" in sentence(render_output("pp", state(4, 8, "interleaved"), loc).html)

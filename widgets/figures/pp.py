@@ -15,6 +15,13 @@ Sec. 2 assumes (T_F = T_B = T_W); DualPipe's overlapped pairs F&B (F + B here: t
 overlap hides communication) are outlined, its second direction is the lighter shade.
 DualPipe needs an even p and an even m ≥ 2p: for other settings the widget simulates
 the nearest such pipeline and says so (``stages_simulated``, ``microbatches_simulated``).
+
+For the worked examples: the formula's slots (p − 1 to fill, v·m + p − 1 a step), the
+bubble over the ideal time, the point-to-point messages per micro-batch, stage 0's
+activations against GPipe's, the fewest micro-batches for a bubble target
+(``calc.pipeline.microbatches_for_bubble``), and whether the state per GPU fits the
+memory of the chosen machine (``calc.hardware.MACHINES``; the seed's illustrative one by
+default).
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from calc import pipeline
+from calc.hardware import get_machine
 from calc.pipeline import ScheduleSummary, simulate_schedule, summarize_schedule
 
-from ..framework.html import esc, num, stat_cards, svg
+from ..framework.html import esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, Range
-from ._common import MODEL, all_values_table, model_params, output_label
+from ._common import MACHINE, MODEL, all_values_table, model_params, output_label
 
 NAME = "pp"
 FWD, BWD = 1, 2  # time units of a forward and a backward pass (backward = 2 × forward)
@@ -41,6 +49,9 @@ CONTROLS = (
     Choice("schedule", ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe"), "gpipe", radio=True),
     Range("chunks", lo=2, hi=4, step=1, default=2, integer=True, display="integer"),
     MODEL,
+    # the bubble the reader aims for (GPipe, 1F1B, interleaved formula) and the GPU
+    Range("target", lo=0.01, hi=0.5, step=0.01, default=0.1, display="fraction"),
+    MACHINE,
 )
 
 OUTPUTS: dict[str, str] = {
@@ -60,6 +71,19 @@ OUTPUTS: dict[str, str] = {
     "param_copies": "integer",
     "stages_simulated": "integer",
     "microbatches_simulated": "integer",
+    # The formula's parts (GPipe, 1F1B, interleaved; v = 1 for the other schedules):
+    # p − 1 slots to fill, v·m + p − 1 slots a step, (p − 1)/(v·m) over the ideal time.
+    "fill_slots": "integer",
+    "step_slots": "integer",
+    "bubble_over_ideal": "fraction",
+    "microbatch_units": "number",  # T_F + T_B + T_W: one micro-batch's F and B on a stage
+    "p2p_messages": "integer",
+    "in_flight_share": "fraction",  # stage 0's activations over GPipe's (all m)
+    "bubble_target": "fraction",
+    "target_coefficient": "number",
+    "target_microbatches": "integer",
+    "gpu_memory_bytes": "bytes",
+    "fits": "yesno",
 }
 
 
@@ -104,6 +128,9 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
     v = state["chunks"] if schedule == "interleaved" else 1
     summary = _simulated(*_key(state))[1]
     copies = pipeline.parameter_copies(schedule)
+    state_bytes = pipeline.state_per_gpu_bytes(params=params, pp=p, copies=copies)
+    memory = get_machine(state["machine"]).gpu.memory_bytes
+    target = state["target"]
     if schedule in SPLIT:
         # the paper's bubble as a fraction of a step that lasts busy + bubble
         formula_units = pipeline.bubble_time(pp=p, schedule=schedule, fwd=FWD, bwd=BWD, wgrad=WGRAD)
@@ -115,7 +142,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "bubble": summary.bubble_fraction_of_time,
         "bubble_formula": formula,
         "layers_per_gpu": copies * pipeline.layers_per_stage(model.layers, p),
-        "state_per_gpu_bytes": pipeline.state_per_gpu_bytes(params=params, pp=p, copies=copies),
+        "state_per_gpu_bytes": state_bytes,
         "busy_units": summary.busy_time,
         "total_units": summary.total_time,
         "in_flight": summary.peak_in_flight[0],
@@ -126,6 +153,17 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "param_copies": copies,
         "stages_simulated": p,
         "microbatches_simulated": m,
+        "fill_slots": p - 1,
+        "step_slots": v * m + p - 1,
+        "bubble_over_ideal": pipeline.bubble_over_ideal_time(pp=p, microbatches=m, chunks=v),
+        "microbatch_units": FWD + BWD,
+        "p2p_messages": pipeline.p2p_messages_per_microbatch(pp=p, chunks=v),
+        "in_flight_share": summary.peak_in_flight[0] / m,
+        "bubble_target": target,
+        "target_coefficient": pipeline.bubble_target_coefficient(target),
+        "target_microbatches": pipeline.microbatches_for_bubble(pp=p, bubble=target, chunks=v),
+        "gpu_memory_bytes": memory,
+        "fits": 1 if state_bytes <= memory else 0,
     }
 
 
@@ -148,8 +186,8 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     if (p, m) != (int(state["stages"]), int(state["microbatches"])):
         notice = (f'<p class="w-pp-note" data-notice="dualpipe-shape">'
                   f'{loc.h("pp.dualpipe_shape", p=f["stages_simulated"], m=f["microbatches_simulated"])}</p>')
-    return (f'{notice}{cards}{figure(model, p, m, schedule, chunks, events, summary, v, f, loc)}'
-            f'<p class="w-sentence">{_sentence(model, p, m, schedule, chunks, v, f, loc)}</p>'
+    return (f'{notice}{cards}{figure(model, p, m, schedule, chunks, events, summary, v, f, loc, state["machine"])}'
+            f'<p class="w-sentence">{_join(_sentence(model, p, m, schedule, chunks, v, f, loc), _plan(state, p, schedule, v, f, loc), loc)}</p>'
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
 
@@ -170,6 +208,24 @@ def _sentence(model: Any, p: int, m: int, schedule: str, chunks: int, v: Mapping
         template = "pp.sentence_1f1b" if v["in_flight"] < m else "pp.sentence_1f1b_few"
         return loc.h(template, **common)
     return loc.h("pp.sentence_gpipe", **common)
+
+
+def _plan(state: Mapping[str, Any], p: int, schedule: str, v: Mapping[str, float], f: Mapping[str, str],
+          loc: Locale) -> str:
+    """Whether the state per GPU fits the machine's GPU and, for the schedules of the
+    (p − 1)/(v·m + p − 1) formula, the micro-batches a bubble target needs."""
+    machine = loc.t(f"pp.controls.machine.options.{state['machine']}")
+    text = loc.h("pp.fit_yes" if v["fits"] else "pp.fit_no", state=f["state_per_gpu_bytes"],
+                 gpu=f["gpu_memory_bytes"], machine=machine)
+    if schedule not in SPLIT and p > 1:
+        text = _join(text, loc.h("pp.target", target=f["bubble_target"], need=f["target_microbatches"],
+                                 p=loc.integer(p)), loc)
+    return text
+
+
+def _join(first: str, second: str, loc: Locale) -> str:
+    """Two escaped sentences in a row, spaced as the language spaces them."""
+    return loc.t("pp.join", first=first, second=second)
 
 
 # The fewest micro-batches for which the handcrafted schedules reach their formula.
@@ -304,8 +360,35 @@ def _activations_svg(p: int, m: int, summary: ScheduleSummary, loc: Locale, titl
     return svg("w-pp-act", WIDTH, height + 2, "".join(parts), title, desc)
 
 
+def _plan_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, machine: str, title: str, desc: str) -> str:
+    """Two rows against a limit line: the simulated bubble against the reader's target,
+    and the training state per GPU against the chosen machine's GPU memory."""
+    row_h = 22
+    parts = []
+    bubble_x = ACT_X + v["bubble"] * ACT_W
+    target_x = ACT_X + v["bubble_target"] * ACT_W
+    top = max(v["state_per_gpu_bytes"], v["gpu_memory_bytes"])
+    state_x = ACT_X + v["state_per_gpu_bytes"] / top * ACT_W
+    memory_x = ACT_X + v["gpu_memory_bytes"] / top * ACT_W
+    rows = (
+        (loc.t("pp.figure.plan_bubble_row"), "w-c1", bubble_x, f["bubble"], target_x,
+         loc.t("pp.figure.plan_target", target=f["bubble_target"])),
+        (loc.t("pp.figure.plan_state_row"), "w-c4", state_x, f["state_per_gpu_bytes"], memory_x,
+         loc.t("pp.figure.plan_memory", gpu=f["gpu_memory_bytes"], machine=machine)),
+    )
+    for k, (label, cls, end, value, limit, limit_text) in enumerate(rows):
+        y = 14 + k * (row_h + 14)
+        parts.append(f'<text class="w-fig-note" x="{ACT_X - 5}" y="{y + 12}" text-anchor="end">{esc(label)}</text>'
+                     f'<rect class="{cls}" x="{ACT_X}" y="{y + 3}" width="{num(end - ACT_X)}" height="{row_h - 8}"/>'
+                     f'<text class="w-fig-value" x="{num(end + 4)}" y="{y + 14}">{esc(value)}</text>'
+                     f'<line class="w-limit" x1="{num(limit)}" y1="{y - 2}" x2="{num(limit)}" y2="{y + row_h}"/>'
+                     f'{line_label(limit, y - 4, esc(limit_text), WIDTH)}')
+    return svg("w-pp-plan", WIDTH, 2 * (row_h + 14) + 8, "".join(parts), title, desc)
+
+
 def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple[pipeline.ScheduleEvent, ...],
-           summary: ScheduleSummary, v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
+           summary: ScheduleSummary, v: Mapping[str, float], f: Mapping[str, str], loc: Locale,
+           machine: str = "book") -> str:
     L = lambda key, **kw: loc.t(f"pp.figure.{key}", **kw)  # noqa: E731
     name = loc.t(f"pp.controls.schedule.options.{schedule}")
     split = schedule in SPLIT
@@ -344,6 +427,12 @@ def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple
     act_desc = L("activations_desc", peaks=", ".join(loc.number(x) for x in summary.peak_in_flight), m=loc.integer(m))
     act_note = L(f"activations_{schedule.replace('-', '_')}", m=loc.integer(m), p=loc.integer(p),
                  v=loc.integer(chunks), peak=f["in_flight_max"])
+    machine_name = loc.t(f"pp.controls.machine.options.{machine}")
+    plan_heading = L("plan")
+    plan_desc = L("plan_desc", bubble=f["bubble"], target=f["bubble_target"], state=f["state_per_gpu_bytes"],
+                  gpu=f["gpu_memory_bytes"])
+    plan_note = (L("plan_note", target=f["bubble_target"], need=f["target_microbatches"], p=loc.integer(p))
+                 if not split else L("plan_note_split"))
     return (
         f'<figure class="w-fig w-pp-fig">'
         f'<figcaption class="w-fig-heading">{esc(heading)}</figcaption>'
@@ -352,5 +441,8 @@ def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple
         f'<ul class="w-legend w-pp-legend">{"".join(legend)}</ul>'
         f'<p class="w-fig-heading">{esc(act_heading)}</p>'
         f'{_activations_svg(p, m, summary, loc, act_heading, act_desc)}'
-        f'<p class="w-pp-note">{esc(act_note)}</p></figure>'
+        f'<p class="w-pp-note">{esc(act_note)}</p>'
+        f'<p class="w-fig-heading">{esc(plan_heading)}</p>'
+        f'{_plan_svg(v, f, loc, machine_name, plan_heading, plan_desc)}'
+        f'<p class="w-pp-note">{esc(plan_note)}</p></figure>'
     )
