@@ -49,7 +49,13 @@ Rejections, one reason per layout, the first that applies in this order (``REASO
   (``deepspeed/runtime/pipe/engine.py``, ``PipelineEngine.__init__``: ``assert
   self.zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with
   pipeline parallelism"``): a sharded gradient would have to be reduce-scattered after
-  every micro-batch of the pipeline, and sharded weights gathered for each one;
+  every micro-batch of the pipeline, and sharded weights gathered for each one. This is
+  DeepSpeed's rule, not a law: torchtitan composes FSDP2 (ZeRO-3-like) with pipeline
+  parallelism and, by default, turns ``reshard_after_forward`` off when PP is on
+  (``torchtitan/distributed/fsdp.py``, ``get_fsdp_reshard_after_forward_policy``: "For
+  PP, by default do not reshard after forward to avoid per-microbatch all-gathers"), so
+  a stage's weights stay gathered across its micro-batches; the planner, which prices
+  ZeRO-3 with a gather per micro-batch, keeps DeepSpeed's rule;
 * ``memory``: the memory needed (``layout_memory``) is more than the GPU's.
 
 Stages need not hold equal numbers of layers: Llama 3 405B puts its 126 layers on 16
@@ -185,6 +191,7 @@ __all__ = [
     "ALLOWANCE_BYTES",
     "FLOPS_PER_PARAM_PER_TOKEN_FULL",
     "Layout",
+    "LayoutCensus",
     "MAX_PLAN_BATCH",
     "Plan",
     "REASONS",
@@ -196,6 +203,8 @@ __all__ = [
     "expert_degrees",
     "flops_per_param_per_token",
     "inside_node",
+    "layers_in_flight",
+    "layout_census",
     "layout_memory",
     "layout_times",
     "microbatch_counts",
@@ -273,11 +282,29 @@ class RunSpec:
         return (self.param_flops_per_token + self.attention_flops_per_token) * self.tokens
 
     @property
+    def batch_tokens(self) -> float:
+        """Tokens of one global batch, B·s (Narayanan et al. 2021, Sec. 5.1: a run of D
+        tokens takes D/(B·s) iterations)."""
+        return float(self.global_batch * self.seq_len)
+
+    @property
+    def step_flops(self) -> float:
+        """Training FLOP of one optimizer step, (k·Ψ_a + attention)·B·s: ``flops`` over
+        ``steps``."""
+        return (self.param_flops_per_token + self.attention_flops_per_token) * self.batch_tokens
+
+    @property
+    def cluster_flops_per_s(self) -> float:
+        """G·X, the FLOP/s of all the GPUs while they compute (the denominator of
+        Narayanan et al. 2021, Eq. 4)."""
+        return self.gpus * self.flops_per_gpu
+
+    @property
     def ideal_seconds(self) -> float:
         """(k·Ψ_a + attention)·D / (n·X): the run with no bubble and no communication
         (Narayanan et al. 2021, Eq. 4 when k = 8, plus the attention term of their Eq. 3,
         causal)."""
-        return self.flops / (self.gpus * self.flops_per_gpu)
+        return self.flops / self.cluster_flops_per_s
 
 
 class Layout(NamedTuple):
@@ -414,6 +441,64 @@ def _divisors(value: int) -> tuple[int, ...]:
                 large.append(value // k)
         k += 1
     return tuple(small + large[::-1])
+
+
+def layers_in_flight(*, layers: int, pp: int, microbatches: int) -> int:
+    """The layers' worth of activations the first stage holds under 1F1B,
+    min(p, m)·⌈L/p⌉: min(p, m) micro-batches in flight (Narayanan et al. 2021, Sec.
+    2.2.1; Megatron-LM clamps the warm-up to m forward passes), each for the ⌈L/p⌉
+    layers of the busiest stage. L layers when p divides L and m ≥ p (Korthikanti et al.
+    2022, Sec. 4.2.3: the first stage stores activations of L layers)."""
+    l = check_int("layers", layers, 1, MAX_LAYERS)
+    p = check_int("pp", pp, 1, l)
+    m = check_int("microbatches", microbatches, 1, MAX_PLAN_BATCH)
+    return min(p, m) * stage_layers(l, p)
+
+
+@dataclass(frozen=True)
+class LayoutCensus:
+    """How ``plan`` counts the layouts of a dense model with context parallelism off
+    (cp = ep = 1), term by term.
+
+    ``pairs``: the (t, p) of ``degrees`` (t a power of two dividing G, p dividing G/t);
+    ``triples``: the (t, p, m), m over ``microbatch_counts`` (the divisors of B/d), a
+    (t, p) whose d does not divide B counted once (its layouts have m = 0);
+    ``pipelined``: the triples with p > 1; ``stages``: the ZeRO stages tried;
+    ``stages_refused_with_pp``: those refused with p > 1 (2 and 3, the ``zero_pp`` rule).
+    """
+
+    pairs: int
+    triples: int
+    pipelined: int
+    stages: int
+    stages_refused_with_pp: int
+
+    @property
+    def layouts(self) -> int:
+        """triples × stages: ``len(plan(...).layouts)`` for such a model."""
+        return self.triples * self.stages
+
+    @property
+    def zero_pp_candidates(self) -> int:
+        """pipelined × stages refused with p > 1: the layouts the ``zero_pp`` rule would
+        reject if no earlier rule (heads, node, layers, batch) rejected them first."""
+        return self.pipelined * self.stages_refused_with_pp
+
+
+def layout_census(*, gpus: int, global_batch: int) -> LayoutCensus:
+    """The ``LayoutCensus`` of G = ``gpus`` GPUs and B = ``global_batch`` sequences:
+    layouts = Σ over (t, p) of max(1, #divisors of B/d) × 4 stages, d = G/(t·p) (the
+    enumeration of the module docstring; Narayanan et al. 2021, Sec. 3)."""
+    big_b = check_int("global_batch", global_batch, 1, MAX_PLAN_BATCH)
+    pairs = triples = pipelined = 0
+    for _, c, p, d in degrees(gpus):
+        if c > 1:
+            continue
+        options = max(1, len(microbatch_counts(big_b, d)))
+        pairs, triples = pairs + 1, triples + options
+        pipelined += options if p > 1 else 0
+    return LayoutCensus(pairs=pairs, triples=triples, pipelined=pipelined, stages=len(ZERO_STAGES),
+                        stages_refused_with_pp=len([z for z in ZERO_STAGES if z >= 2]))
 
 
 @dataclass(frozen=True)

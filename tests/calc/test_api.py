@@ -111,7 +111,7 @@ DENIED = {"stages": "pp", "stage": "zero_stage", "zero": "zero_stage", "batch": 
 # gpus is the total GPU count of a run (n = t·p·d) and nothing else; where the
 # data-parallel size is meant the name is dp.
 TOTAL_GPUS = {"compute.training_seconds", "compute.megatron_training_seconds", "planner.degrees", "planner.plan",
-              "planner.run_spec", "utilization.mfu"}
+              "planner.run_spec", "planner.layout_census", "utilization.mfu"}
 SHAPE_ORDER = ("layers", "hidden", "heads", "vocab", "seq_len")
 BATCH_NAMES = ("micro_batch", "global_batch", "microbatches")
 

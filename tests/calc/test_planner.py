@@ -615,3 +615,43 @@ def test_an_moe_model_is_charged_for_the_parameters_a_token_uses() -> None:
     spec = mixtral_plan().spec
     assert spec.used_params == active_param_count(RECENT_MODELS["mixtral-8x7b"])
     assert spec.flops == pytest.approx((6 * spec.used_params + 32 * 4 * 2 * 4096 * 4096) * 1e12, rel=1e-12)
+
+
+def test_the_layout_census_counts_what_plan_enumerates() -> None:
+    """The census of 8 GPUs and B = 64 (the chapter's exercise, worked by hand): 10 pairs
+    (t, p); d = 8, 4, 2, 1 for 1, 2, 3, 4 of them; B/d = 8, 16, 32, 64 have 4, 5, 6, 7
+    divisors: 1·4 + 2·5 + 3·6 + 4·7 = 60 triples, 38 of them with p > 1; × 4 stages."""
+    census = pl.layout_census(gpus=8, global_batch=64)
+    assert (census.pairs, census.triples, census.pipelined) == (10, 60, 38)
+    assert (census.stages, census.stages_refused_with_pp) == (4, 2)
+    assert census.layouts == 240 and census.zero_pp_candidates == 76
+    llama = MODELS["llama2-7b"]
+    p = pl.plan(**pl.model_args(llama), seq_len=4096, tokens=2e12, gpus=8, memory_bytes=80e9,
+                flops_per_gpu=150e12, intra_bytes_per_s=450e9, inter_bytes_per_s=50e9, global_batch=64)
+    assert len(p.layouts) == census.layouts
+    assert p.count("zero_pp") == census.zero_pp_candidates  # no earlier rule fires for 7B on one node
+
+
+@pytest.mark.parametrize("gpus, batch", [(256, 1024), (24, 36), (1024, 1536)])
+def test_the_census_matches_the_plan_for_a_dense_model(gpus: int, batch: int) -> None:
+    p = gpt3_plan(gpus=gpus, global_batch=batch)
+    census = pl.layout_census(gpus=gpus, global_batch=batch)
+    assert len(p.layouts) == census.layouts
+    assert p.count("zero_pp") <= census.zero_pp_candidates
+
+
+def test_layers_in_flight_is_min_p_m_stages_of_the_busiest_stage() -> None:
+    # 3D chapter: p = 4, m = 128, L = 32: 4 micro-batches × 8 layers = L (Korthikanti 4.2.3)
+    assert pl.layers_in_flight(layers=32, pp=4, microbatches=128) == 32
+    # Llama 3 405B at 128K on 64 stages with 2 micro-batches: 2 × ⌈126/64⌉ = 4 (< L)
+    assert pl.layers_in_flight(layers=126, pp=64, microbatches=2) == 4
+    with pytest.raises(ValueError, match="pp"):
+        pl.layers_in_flight(layers=4, pp=8, microbatches=1)
+
+
+def test_step_flops_and_the_cluster_rate_give_the_ideal_time() -> None:
+    spec = gpt3_plan().spec
+    assert spec.batch_tokens == spec.global_batch * spec.seq_len
+    assert spec.step_flops * spec.steps == pytest.approx(spec.flops, rel=1e-12)
+    assert spec.ideal_seconds == pytest.approx(spec.step_flops * spec.steps / spec.cluster_flops_per_s, rel=1e-12)
+    assert spec.cluster_flops_per_s == spec.gpus * spec.flops_per_gpu

@@ -316,3 +316,19 @@ def test_precision_recipe_adds_state_and_never_makes_more_layouts_fit() -> None:
             assert x.state_bytes >= y.state_bytes
             if x.fits and y.fits:
                 assert x.step_s == y.step_s
+
+
+def test_the_outputs_a_worked_solution_uses() -> None:
+    """The terms the chapter's solutions quote: the 3D layout's parts, the census of
+    layouts, the step's FLOP over G·X, and the model's shape."""
+    _, v = evaluate("planner", {})
+    assert (v["ref_tp"], v["ref_pp"], v["ref_dp"]) == (8, 4, 8)
+    assert (v["ref_stage_layers"], v["ref_in_flight"], v["ref_layers_in_flight"]) == (8, 4, 32)
+    assert v["ref_state_bytes"] + v["ref_activation_bytes"] + v["allowance_bytes"] == pytest.approx(v["ref_memory_bytes"])
+    assert (v["layers"], v["hidden"]) == (32, 4096)
+    assert v["batch_tokens"] == 1024 * 4096 and v["cluster_flops"] == 256 * 150e12
+    assert v["step_flops"] * v["steps"] == pytest.approx(v["flops"], rel=1e-12)
+    assert v["closest_memory_bytes"] > 80e9 > 0  # something is rejected for memory at the defaults
+    _, e = evaluate("planner", {"gpus": "8", "global_batch": "64"})
+    assert (e["tp_pp_pairs"], e["tp_pp_m_count"], e["pipelined_tp_pp_m_count"]) == (10, 60, 38)
+    assert (e["zero_stage_count"], e["zero_pp_stage_count"], e["layouts_count"]) == (4, 2, 240)

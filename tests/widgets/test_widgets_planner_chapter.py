@@ -51,6 +51,16 @@ def test_the_plan_chapter_says_what_the_planner_computes() -> None:
     sp = v(**{**ONE_T, "recompute": "selective", "sequence_parallel": "1"})
     full = v(**ONE_T)
     claim("1T selective: nothing fits (Contoh 3)", sel["feasible_count"] == 0)
+    claim("1T selective: the closest layout's activations alone exceed the GPU, at t = 8, b = 1 (Contoh 3)",
+          sel["closest_activation_bytes"] > sel["gpu_memory_bytes"])
+    e8 = v(gpus=8, global_batch=64)
+    claim("8 GPUs, B = 64: every pipelined (t, p, m) is refused for ZeRO-2 and ZeRO-3 (Latihan 3)",
+          e8["rejected_zero_pp"] == e8["pipelined_tp_pp_m_count"] * e8["zero_pp_stage_count"]
+          and e8["layouts_count"] == e8["tp_pp_m_count"] * e8["zero_stage_count"])
+    claim("1024 GPUs: the best step is the step's FLOP over G·X (Latihan 4)",
+          abs(g["best_step_time"] - g["step_flops"] / g["cluster_flops"]) < 1e-9 * g["best_step_time"])
+    claim("3D layout: min(p, m)·L/p = L layers of activations (Latihan 2)",
+          d["ref_layers_in_flight"] == d["layers"] and d["ref_in_flight"] == d["ref_pp"])
     claim("1T selective+SP: fits, t = 8 with pipeline, faster than full (Contoh 3)",
           sp["feasible_count"] > 0 and sp["best_tp"] == 8 and sp["best_pp"] > 1 and sp["best_time"] < full["best_time"])
     assert not failures, "sentences of plan-your-run.md no longer true:\n" + "\n".join(failures)

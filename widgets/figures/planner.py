@@ -26,7 +26,8 @@ from typing import Any, Iterable, Mapping
 from calc.activations import RECOMPUTE_MODES
 from calc.hardware import GPUS_PER_NODE
 from calc.models import DEFAULT_MODEL, MEGATRON_MODELS, MODELS, RECENT_MODELS, ModelConfig
-from calc.planner import REASONS, Layout, Plan, model_args, plan
+from calc.planner import (ALLOWANCE_BYTES, REASONS, Layout, Plan, layers_in_flight, layout_census, model_args, plan,
+                          stage_layers)
 
 from ..framework.html import attrs, esc, num, svg, value_span
 from ..framework.locale import Locale
@@ -86,13 +87,26 @@ OUTPUTS: dict[str, str] = {
     "best_comm_fraction": "fraction",
     "best_memory_bytes": "bytes",
     "best_over_ideal": "ratio",
+    "best_stage_layers": "integer",
+    "best_in_flight": "integer",
+    "best_layers_in_flight": "integer",
+    "closest_memory_bytes": "bytes",
+    "closest_activation_bytes": "bytes",
     "ideal_time": "seconds",
     "flops": "flops",
+    "step_flops": "flops",
+    "batch_tokens": "count",
+    "cluster_flops": "flops_per_s",
     "param_flops_per_token": "flops",
     "attention_flops_per_token": "flops",
     "attention_over_params": "fraction",
     "steps": "integer",
     "layouts_count": "integer",
+    "tp_pp_pairs": "integer",
+    "tp_pp_m_count": "integer",
+    "pipelined_tp_pp_m_count": "integer",
+    "zero_stage_count": "integer",
+    "zero_pp_stage_count": "integer",
     "feasible_count": "integer",
     "rejected_count": "integer",
     **{f"rejected_{reason}": "integer" for reason in REASONS},
@@ -103,12 +117,23 @@ OUTPUTS: dict[str, str] = {
     "ref_fits": "yesno",
     "ref_rank": "integer",
     "ref_over_best": "ratio",
+    "ref_tp": "integer",
+    "ref_pp": "integer",
+    "ref_dp": "integer",
+    "ref_stage_layers": "integer",
+    "ref_in_flight": "integer",
+    "ref_layers_in_flight": "integer",
+    "ref_state_bytes": "bytes",
+    "ref_activation_bytes": "bytes",
     "params": "count",
     "active_params": "count",
     "seq_len": "integer",
+    "layers": "integer",
+    "hidden": "integer",
     "tokens": "count",
     "gpus": "integer",
     "gpu_memory_bytes": "bytes",
+    "allowance_bytes": "bytes",
     "gpu_flops": "flops_per_s",
     "intra_bytes_per_s": "bytes_per_s",
     "inter_bytes_per_s": "bytes_per_s",
@@ -158,12 +183,41 @@ def reference(p: Plan) -> tuple[Layout | None, int]:
     return None, 0
 
 
+def _closest(p: Plan) -> Layout | None:
+    """The layout rejected for memory that came closest to fitting (the widget's hint)."""
+    rows = [x for x in p.rejected if x.reason == "memory"]
+    return min(rows, key=lambda x: x.memory_bytes) if rows else None
+
+
+def _in_flight(x: Layout | None, layers: int) -> tuple[int, int, int]:
+    """(⌈L/p⌉, min(p, m), min(p, m)·⌈L/p⌉) of a layout (zeros without micro-batches)."""
+    if x is None or not x.microbatches:
+        return 0, 0, 0
+    return (stage_layers(layers, x.pp), min(x.pp, x.microbatches),
+            layers_in_flight(layers=layers, pp=x.pp, microbatches=x.microbatches))
+
+
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     p = plan_of(state)
     spec, best = p.spec, p.best
+    census = layout_census(gpus=spec.gpus, global_batch=spec.global_batch)
+    closest = _closest(p)
     values: dict[str, float] = {
         "ideal_time": spec.ideal_seconds,
         "flops": spec.flops,
+        "step_flops": spec.step_flops,
+        "batch_tokens": spec.batch_tokens,
+        "cluster_flops": spec.cluster_flops_per_s,
+        "tp_pp_pairs": census.pairs,
+        "tp_pp_m_count": census.triples,
+        "pipelined_tp_pp_m_count": census.pipelined,
+        "zero_stage_count": census.stages,
+        "zero_pp_stage_count": census.stages_refused_with_pp,
+        "closest_memory_bytes": closest.memory_bytes if closest else 0.0,
+        "closest_activation_bytes": closest.activation_bytes if closest else 0.0,
+        "layers": spec.layers,
+        "hidden": spec.hidden,
+        "allowance_bytes": ALLOWANCE_BYTES,
         "param_flops_per_token": spec.param_flops_per_token,
         "attention_flops_per_token": spec.attention_flops_per_token,
         "attention_over_params": spec.attention_flops_per_token / spec.param_flops_per_token,
@@ -208,6 +262,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "best_memory_bytes": b.memory_bytes if b else 0.0,
         "best_over_ideal": b.run_s / spec.ideal_seconds if b and spec.ideal_seconds > 0 else 0.0,
     })
+    values.update(zip(("best_stage_layers", "best_in_flight", "best_layers_in_flight"), _in_flight(b, spec.layers)))
     ref, rank = reference(p)
     known = ref is not None and ref.evaluated
     values.update({
@@ -218,7 +273,14 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "ref_fits": 1 if rank else 0,
         "ref_rank": rank,
         "ref_over_best": ref.run_s / b.run_s if known and b and b.run_s > 0 else 0.0,
+        "ref_tp": ref.tp if ref else 0,
+        "ref_pp": ref.pp if ref else 0,
+        "ref_dp": ref.dp if ref else 0,
+        "ref_state_bytes": ref.state_bytes if known else 0.0,
+        "ref_activation_bytes": ref.activation_bytes if known else 0.0,
     })
+    values.update(zip(("ref_stage_layers", "ref_in_flight", "ref_layers_in_flight"),
+                      _in_flight(ref if known else None, spec.layers)))
     return values
 
 
