@@ -28,8 +28,8 @@ symbol  name in calc         meaning                                            
 Ψ       ``params``           parameters of the model                             parameters
 D       ``tokens``           training tokens                                     tokens
 C       ``flops``            FLOP of the whole training run                      FLOP
-n       ``gpus``             total GPU count of a run, n = t·p·d (only this)     GPUs
-N_d     ``dp``               data-parallel size: replicas of the model, ZeRO's   GPUs
+G       ``gpus``             total GPU count of a run, G = t·p·d (only this)     GPUs
+d       ``dp``               data-parallel size: replicas of the model, ZeRO's   GPUs
                              N_d (in plain data parallelism every GPU)
 t       ``tp``               tensor-parallel size                                GPUs
 p       ``pp``               pipeline-parallel size, pipeline stages             stages
@@ -53,8 +53,10 @@ X       ``flops_per_gpu``    sustained FLOP/s of one GPU                        
 β       ``bytes_per_s``      bandwidth of one link, per GPU, one direction       bytes/s
 S       ``size_bytes``       size of one message of a collective                 bytes
 α       ``alpha_s``          latency of one step of a collective algorithm       s
-—       ``ranks``            members of one collective                           ranks
-M       ``memory_bytes``     memory of one GPU                                   bytes
+n       ``ranks``            members of one collective                           ranks
+M_GPU   ``memory_bytes``     memory of one GPU                                   bytes
 —       ``gpus_per_node``    GPUs in one server                                  GPUs
 ======  ===================  ==================================================  ===========
+
+The book's notation page (docs/<lang>/notation.md) lists the same symbols for readers.
 """

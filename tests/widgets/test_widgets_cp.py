@@ -70,6 +70,8 @@ BY_HAND = {
     "activation_tp_bytes": 34 * S * H / 8 * LAYERS,  # tensor + sequence parallel over a node: 73 GB
     "activation_tp_cp_bytes": 34 * LOCAL * H / 8 * LAYERS,
     "full_recompute_checkpoint_bytes": 2 * S * H * LAYERS,  # only each layer's input: 34.4 GB
+    # (2 + 2 + 12) bytes for each of Llama 3.1 8B's 8.03e9 parameters (ZeRO Sec. 3.1): 128 GB
+    "state_bytes": 16 * 8_030_261_248,
 }
 CPS = (2, 4, 8, 16, 32)
 
@@ -380,3 +382,8 @@ def test_render_of_the_largest_grid_stays_fast() -> None:
     for _ in range(5):
         cp.render(st, values, loc)
     assert (time.perf_counter() - start) / 5 < 0.1
+
+
+def test_the_state_cp_leaves_whole_is_16_bytes_per_parameter() -> None:
+    _, values = evaluate("cp", state(model="llama3.1-405b"))
+    assert values["state_bytes"] == pytest.approx(16 * 405.85e9, rel=1e-4)  # 6.49 TB, "405B"

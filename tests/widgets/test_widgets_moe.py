@@ -212,7 +212,7 @@ def test_load_bars_are_the_load_per_expert_over_capacity_in_red(state: dict) -> 
     load_svg = svg(html_of(state), "load")
     assert len(re.findall(r'<rect class="w-tp-g\d"', load_svg)) == sum(1 for n in load if n)
     assert load_svg.count('class="w-moe-drop"') == sum(1 for n in load if n > cap)
-    assert f">C = {cap}</text>" in load_svg
+    assert f">C_exp = {cap}</text>" in load_svg
     if model.experts <= 16:  # Mixtral: every bar carries its load
         values = re.findall(r'<text class="w-fig-value w-bw-halo"[^>]*>(\d+)</text>', load_svg)
         assert [int(x) for x in values] == list(load)
@@ -270,7 +270,7 @@ def test_sentence_changes_with_the_meaning() -> None:
         return sentence(html_of(state, lang))
 
     assert "sehingga 3 salinan (4,7%) dibuang" in s({})
-    assert "tidak melebihi kapasitas C = 10" in s({"seed": 3}) and "dibuang dan" not in s({"seed": 3})
+    assert "tidak melebihi kapasitas C_exp = 10" in s({"seed": 3}) and "dibuang dan" not in s({"seed": 3})
     assert "tidak ada all-to-all" in s({"ep": "1"})
     assert "kecil dibanding 461,8 ms komputasi expert (0,00904×)" in s({})
     assert "bagian yang besar" in s({**DS64, "link": "network"}) and "DualPipe" in s({**DS64, "link": "network"})

@@ -28,7 +28,8 @@ from typing import Any, Mapping
 
 from calc import context
 from calc.hardware import DEFAULT_GPU, GPUS, GPUS_PER_NODE, LINKS
-from calc.models import MODELS, RECENT_MODELS
+from calc.memory import training_state_bytes
+from calc.models import MODELS, RECENT_MODELS, param_count
 
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
@@ -105,6 +106,8 @@ OUTPUTS: dict[str, str] = {
     "activation_tp_bytes": "bytes",
     "activation_tp_cp_bytes": "bytes",
     "full_recompute_checkpoint_bytes": "bytes",
+    # What cp does not split: the whole training state, (2 + 2 + K)Ψ (ZeRO Sec. 3.1).
+    "state_bytes": "bytes",
 }
 
 
@@ -207,8 +210,8 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "layers": model.layers,
         "heads": model.heads,
         "kv_heads": model.kv_heads,
-        "kv_hidden": model.kv_heads * model.head_dim,  # h_kv = n_kv · h/a
-        "kv_width_ratio": model.kv_heads / model.heads,  # h_kv / h
+        "kv_hidden": model.kv_heads * model.head_dim,  # K/V width h_kv · d_h, d_h = h/a
+        "kv_width_ratio": model.kv_heads / model.heads,  # h_kv/a, the K/V width over h
         "ring_forward_blocks": c - 1,
         "ring_blocks_per_layer": round(ring_sent / block),  # 3 · (cp − 1): K/V forward, K/V and dK/dV backward
         "ring_step_exposed_time": step.exposed,
@@ -216,6 +219,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "activation_tp_bytes": activation_bytes(model, s, 1, tp=TP_NODE),
         "activation_tp_cp_bytes": activation_bytes(model, s, c, tp=TP_NODE),
         "full_recompute_checkpoint_bytes": activation_bytes(model, s, 1, recompute="full"),
+        "state_bytes": training_state_bytes(param_count(model)),
     }
 
 

@@ -101,6 +101,7 @@ OUTPUTS: dict[str, str] = {
     "mean_load": "number",
     "dispatch_bytes": "bytes",
     "expert_flops": "flops",
+    "capacity_factor": "number",  # the control, CF, for the worked steps
 }
 
 
@@ -220,6 +221,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
             direction="forward") / moe.ALL_TO_ALLS_PER_PASS,
         "expert_flops": moe.expert_flops_per_gpu_layer(tokens=tokens_per_gpu, hidden=model.hidden,
                                                        moe_ffn=model.moe_ffn, experts_per_token=k),
+        "capacity_factor": state["capacity_factor"],
     }
 
 
