@@ -12,9 +12,9 @@ import time
 import pytest
 
 from calc import context
-from calc.hardware import LINKS
+from calc.hardware import LINKS, MACHINES
 from widgets.figures import cp
-from widgets.framework.core import evaluate, render_output
+from widgets.framework.core import evaluate, handle, render_output, render_widget
 from widgets.build.native import locale
 from widgets.framework.spec import random_states
 
@@ -56,6 +56,7 @@ BY_HAND = {
     "fits": 1,
     "cp_needed": 8,  # cp = 4 would need 146 GB
     "link_bytes_per_s": NVLINK,
+    "gpu_flops": X,
     "seq_len": S,
     "hidden": H,
     "layers": LAYERS,
@@ -387,3 +388,122 @@ def test_render_of_the_largest_grid_stays_fast() -> None:
 def test_the_state_cp_leaves_whole_is_16_bytes_per_parameter() -> None:
     _, values = evaluate("cp", state(model="llama3.1-405b"))
     assert values["state_bytes"] == pytest.approx(16 * 405.85e9, rel=1e-4)  # 6.49 TB, "405B"
+
+
+# -- the machine ------------------------------------------------------------------------
+# The book's machine is the seed's mixed one; every preset is one server generation. The
+# threshold (h_kv/a) · X/(w·β) and the ratio transfer ÷ compute follow X/β, so the figures
+# per preset come from calc.context with the preset's X and β, never typed.
+
+
+def betas(machine: str) -> dict[str, float]:
+    spec = MACHINES[machine]
+    return {"nvlink": spec.nvlink_bytes_per_s, "network": spec.network_bytes_per_s}
+
+
+@pytest.mark.parametrize("machine", list(MACHINES))
+@pytest.mark.parametrize("link", ["nvlink", "network"])
+@pytest.mark.parametrize("model", ["llama3.1-8b", "llama2-7b", "llama3.1-405b"])
+def test_the_threshold_and_the_ratio_follow_the_machines_x_and_beta(machine: str, link: str, model: str) -> None:
+    _, v = evaluate("cp", {"machine": machine, "link": link, "model": model})
+    spec, m = MACHINES[machine], cp.CP_MODELS[model]
+    x, beta = spec.gpu.flops_per_s, betas(machine)[link]
+    assert v["gpu_flops"] == x and v["link_bytes_per_s"] == beta
+    assert v["gpu_memory_bytes"] == spec.gpu.memory_bytes
+    threshold = context.min_block_tokens(hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
+                                         flops_per_gpu=x, bytes_per_s=beta)
+    assert v["min_block_tokens"] == pytest.approx(threshold, rel=1e-12)
+    step = context.ring_step_times(hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads, seq_len=S,
+                                   micro_batch=1, cp=CP, flops_per_gpu=x, bytes_per_s=beta)
+    assert v["ring_transfer_over_compute"] == pytest.approx(step.forward_transfer / step.forward_compute)
+    assert v["transfer_hidden"] == (1 if LOCAL >= threshold else 0)
+    # the book's ratio scaled by X/β: nothing else of the machine enters it
+    _, book = evaluate("cp", {"link": link, "model": model})
+    scale = (x / X) * (LINKS[link].bytes_per_s / beta)
+    assert v["ring_transfer_over_compute"] == pytest.approx(book["ring_transfer_over_compute"] * scale)
+
+
+@pytest.mark.parametrize("link", ["nvlink", "network"])
+@pytest.mark.parametrize("overrides", [{}, state(model="llama2-7b", seq_len=8192, cp=32), state(split="contiguous")])
+def test_a_faster_gpu_on_the_same_link_never_makes_the_transfer_easier_to_hide(link: str, overrides: dict) -> None:
+    """Compute per step falls as 1/X, the transfer stays: for two machines with the same
+    β, the one with more FLOP/s has a ratio and a threshold at least as high, waits at
+    least as long, and hides only if the slower one does too."""
+    values = {m: evaluate("cp", {**overrides, "link": link, "machine": m})[1] for m in MACHINES}
+    pairs = 0
+    for fast in MACHINES:
+        for slow in MACHINES:
+            if betas(fast)[link] != betas(slow)[link] or MACHINES[fast].gpu.flops_per_s < MACHINES[slow].gpu.flops_per_s:
+                continue
+            pairs += 1
+            f, s = values[fast], values[slow]
+            assert f["ring_transfer_over_compute"] >= s["ring_transfer_over_compute"] * (1 - 1e-12), (fast, slow)
+            assert f["min_block_tokens"] >= s["min_block_tokens"] * (1 - 1e-12), (fast, slow)
+            assert f["ring_exposed_time_layer"] >= s["ring_exposed_time_layer"], (fast, slow)
+            assert f["transfer_hidden"] <= s["transfer_hidden"], (fast, slow)
+    # book, H100, H200 share NVLink 450 GB/s; all but the A100 share the 50 GB/s network
+    assert pairs > len(MACHINES)
+
+
+def test_the_chapters_conclusion_per_machine() -> None:
+    """Llama 3.1 8B, 128K, cp = 8: the K/V ring hides on every machine over NVLink; over
+    the network it hides up to the H100 generation and not on a B200, whose X rose while
+    the network stayed at 50 GB/s."""
+    for machine in MACHINES:
+        assert evaluate("cp", {"machine": machine})[1]["transfer_hidden"] == 1, machine
+    network = {m: evaluate("cp", {"machine": m, "link": "network"})[1] for m in MACHINES}
+    assert [network[m]["transfer_hidden"] for m in MACHINES] == [1, 1, 1, 1, 0]
+    b200 = network["dgx-b200"]
+    assert b200["min_block_tokens"] > b200["tokens_per_gpu"] and b200["ring_exposed_time_layer"] > 0
+    assert network["dgx-h100"]["min_block_tokens"] < network["dgx-h100"]["tokens_per_gpu"]
+
+
+def test_the_machines_gpu_sets_the_memory_line_and_the_cp_needed() -> None:
+    """H200 is H100's compute and links with 141 GB; B200's 180 GB hold 128K of Llama 3.1
+    8B on four GPUs."""
+    v = {m: evaluate("cp", {"machine": m})[1] for m in MACHINES}
+    for key in ("min_block_tokens", "ring_step_compute_time", "ring_step_transfer_time", "memory_per_gpu_bytes"):
+        assert v["dgx-h200"][key] == v["dgx-h100"][key], key
+    for m, values in v.items():
+        memory = MACHINES[m].gpu.memory_bytes
+        need = cp.cp_needed(cp.CP_MODELS["llama3.1-8b"], S, memory)
+        assert values["cp_needed"] == need and values["gpu_memory_bytes"] == memory
+        assert math.fsum(cp.memory_parts(cp.CP_MODELS["llama3.1-8b"], S, need)) <= memory
+        assert math.fsum(cp.memory_parts(cp.CP_MODELS["llama3.1-8b"], S, need // 2)) > memory
+    assert v["dgx-b200"]["cp_needed"] < v["book"]["cp_needed"]
+    html = render_output("cp", {"machine": "dgx-b200", "cp": "4"}, locale("id")).html
+    mem = svg_of(html, "w-cp-mem")
+    assert "GPU 180 GB" in mem and re.findall(r'<rect class="(w-cp-(?:fits|over)[^"]*)"', mem)[2] == "w-cp-fits"
+
+
+def test_the_machine_control_renders_with_its_labels_in_both_languages() -> None:
+    for lang, label, book in (("id", "Mesin", "Mesin ilustratif buku"), ("zh", "机器", "本书的示意机器")):
+        html = render_widget("cp", {}, locale(lang))
+        assert 'name="machine"' in html and label in html and book in html
+        assert '<option value="book" selected>' in html
+        assert all(f'<option value="{key}"' in html for key in MACHINES)
+
+
+@pytest.mark.parametrize(("lang", "expected"), [
+    ("id", "Mesin harus salah satu dari book, dgx-a100, dgx-h100, dgx-h200, dgx-b200, bukan “tpu”."),
+    ("zh", "机器 必须是 book, dgx-a100, dgx-h100, dgx-h200, dgx-b200 之一，而不是“tpu”。"),
+])
+def test_a_bad_machine_gives_a_localized_error(lang: str, expected: str) -> None:
+    reply = handle({"widget": "cp", "state": {"machine": "tpu"}}, locale(lang))
+    assert reply["ok"] is False and 'role="alert"' in reply["html"]
+    assert expected in reply["html"]
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_only_the_books_own_machine_is_called_illustrative(lang: str) -> None:
+    mark = {"id": "ilustratif", "zh": "示意"}[lang]
+    titles = re.compile(r'<title id="w-cp-(?:step|mem)-t">([^<]*)</title>')
+    book = titles.findall(render_output("cp", {}, locale(lang)).html)
+    assert len(book) == 2 and all(mark in title for title in book)
+    for machine in list(MACHINES)[1:]:
+        html = render_output("cp", {"machine": machine, "link": "network"}, locale(lang)).html
+        named = titles.findall(html)
+        name = locale(lang).t(f"cp.controls.machine.options.{machine}")
+        assert len(named) == 2 and all(mark not in title and name in title for title in named), (machine, named)
+        gb = locale(lang).format("bytes_per_s", MACHINES[machine].network_bytes_per_s)
+        assert gb in named[0]  # the link is named with the machine's β

@@ -12,9 +12,10 @@ import time
 import pytest
 
 from calc import experts as moe
+from calc.hardware import MACHINES
 from calc.models import RECENT_MODELS
 from widgets.figures import moe as widget
-from widgets.framework.core import evaluate, render_output
+from widgets.framework.core import evaluate, handle, render_output, render_widget
 from widgets.build.native import locale
 
 MIXTRAL, DEEPSEEK = RECENT_MODELS["mixtral-8x7b"], RECENT_MODELS["deepseek-v3"]
@@ -295,3 +296,138 @@ def test_render_of_the_largest_batch_stays_fast() -> None:
     for seed in range(5):
         render_output("moe", {**DS64, "tokens": 64, "seed": seed}, loc)
     assert (time.perf_counter() - start) / 5 < 0.15
+
+
+# -- the machine ------------------------------------------------------------------------
+# The conclusions depend on X, β and M_GPU of one server generation; the book's machine
+# (the default) mixes half an A100's compute with an H100's links.
+MACHINE_STATES = [{}, {"link": "network"}, {"ep": "2"}, DS64, {**DS64, "link": "network"},
+                  {"model": "deepseek-v3", "ep": "8", "link": "network"}]
+
+
+@pytest.mark.parametrize("machine", list(MACHINES))
+@pytest.mark.parametrize("state", MACHINE_STATES)
+def test_the_machine_sets_x_both_links_and_the_gpu_memory(state: dict, machine: str) -> None:
+    st, v = evaluate("moe", {**state, "machine": machine})
+    spec, model = MACHINES[machine], RECENT_MODELS[st["model"]]
+    beta = {"nvlink": spec.nvlink_bytes_per_s, "network": spec.network_bytes_per_s}
+    d = int(v["ep_used"])
+    times = {key: moe.moe_layer_times(tokens=model.seq_len, hidden=model.hidden, moe_ffn=model.moe_ffn,
+                                      experts_per_token=model.experts_per_token, ep=d,
+                                      flops_per_gpu=spec.gpu.flops_per_s, bytes_per_s=b) for key, b in beta.items()}
+    chosen = times[st["link"]]
+    assert v["gpu_flops"] == spec.gpu.flops_per_s and v["gpu_memory_bytes"] == spec.gpu.memory_bytes
+    assert v["link_bytes_per_s"] == beta[st["link"]]
+    assert v["all_to_all_time_nvlink"] == pytest.approx(times["nvlink"].all_to_all, rel=1e-12)
+    assert v["all_to_all_time_network"] == pytest.approx(times["network"].all_to_all, rel=1e-12)
+    assert v["expert_compute_time"] == pytest.approx(chosen.compute, rel=1e-12)
+    assert v["comm_over_compute"] == pytest.approx(chosen.comm_over_compute, rel=1e-12)
+    assert v["comm_over_compute"] == pytest.approx(
+        4 / 9 * (d - 1) / d * spec.gpu.flops_per_s / (model.moe_ffn * beta[st["link"]]), rel=1e-12)
+    assert v["fits"] == (1 if v["state_per_gpu_bytes"] <= spec.gpu.memory_bytes else 0)
+    # the routing, the bytes and the state do not depend on the machine
+    _, book = evaluate("moe", state)
+    for key in ("routed_copies", "dropped", "all_to_all_sent_per_gpu_layer_bytes", "state_per_gpu_bytes"):
+        assert v[key] == book[key]
+
+
+@pytest.mark.parametrize("link", ["nvlink", "network"])
+@pytest.mark.parametrize("state", [{}, {"ep": "2"}, {"model": "deepseek-v3"}, DS64])
+def test_with_the_same_link_a_faster_gpu_raises_comm_over_compute(state: dict, link: str) -> None:
+    """comm_over_compute ∝ X/β: between two machines with the same β on the link, the one
+    with the larger X waits longer relative to its compute (the expert FLOP get cheaper,
+    the bytes do not)."""
+    field = {"nvlink": "nvlink_bytes_per_s", "network": "network_bytes_per_s"}[link]
+    values = {m: evaluate("moe", {**state, "link": link, "machine": m})[1] for m in MACHINES}
+    pairs = 0
+    for a, sa in MACHINES.items():
+        for b, sb in MACHINES.items():
+            if getattr(sa, field) == getattr(sb, field) and sa.gpu.flops_per_s < sb.gpu.flops_per_s:
+                assert values[a]["comm_over_compute"] < values[b]["comm_over_compute"], (a, b)
+                assert values[a]["all_to_all_time"] == pytest.approx(values[b]["all_to_all_time"])
+                pairs += 1
+    assert pairs >= 2  # book < DGX H100 and DGX H200 on both links; on the network also < DGX B200
+    book = values["book"]
+    for m, spec in MACHINES.items():
+        scale = spec.gpu.flops_per_s / MACHINES["book"].gpu.flops_per_s * getattr(MACHINES["book"], field) / getattr(spec, field)
+        assert values[m]["comm_over_compute"] == pytest.approx(book["comm_over_compute"] * scale, rel=1e-12)
+
+
+def test_on_every_real_dgx_deepseeks_all_to_all_over_the_network_outlasts_its_compute() -> None:
+    """The chapter's conclusion: only the book's mixed machine keeps DeepSeek-V3's
+    all-to-all over the network below its expert compute; and the sentence says so."""
+    for machine, spec in MACHINES.items():
+        state = {"model": "deepseek-v3", "link": "network", "machine": machine}
+        _, v = evaluate("moe", state)
+        assert (v["comm_over_compute"] < 1) == (machine == "book"), (machine, v["comm_over_compute"])
+        for lang, slower in (("id", "lebih lama daripada"), ("zh", "还久")):
+            assert (slower in sentence(html_of(state, lang))) == (machine != "book")
+    # Mixtral's wide experts: the network share stays below the compute until DGX B200
+    for machine in MACHINES:
+        _, v = evaluate("moe", {"link": "network", "machine": machine})
+        spec = MACHINES[machine]
+        assert (v["comm_over_compute"] >= 1) == (spec.gpu.flops_per_s / spec.network_bytes_per_s
+                                               >= 9 / 4 * 8 / 7 * MIXTRAL.moe_ffn)
+
+
+def test_mixtral_on_eight_gpus_fits_only_where_the_gpu_holds_its_state() -> None:
+    _, book = evaluate("moe", {})
+    for machine, spec in MACHINES.items():
+        _, v = evaluate("moe", {"machine": machine})
+        assert v["state_per_gpu_bytes"] == book["state_per_gpu_bytes"]
+        assert v["fits"] == (book["state_per_gpu_bytes"] <= spec.gpu.memory_bytes)
+        key = "sentence_mem_fits" if v["fits"] else "sentence_mem_experts"
+        loc = locale("id")
+        expected = loc.h(f"moe.{key}", experts=loc.format("bytes", v["expert_state_per_gpu_bytes"]),
+                         rest=loc.format("bytes", v["rest_state_per_gpu_bytes"]),
+                         state=loc.format("bytes", v["state_per_gpu_bytes"]),
+                         gpu=loc.format("bytes", spec.gpu.memory_bytes), ep=loc.integer(8))
+        assert expected in sentence(html_of({"machine": machine}))
+    assert evaluate("moe", {"machine": "dgx-h200"})[1]["fits"] == 1  # 141 GB holds the 115.9 GB
+    assert evaluate("moe", {"machine": "dgx-h100"})[1]["fits"] == 0
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_the_sentence_names_the_machines_link_bandwidths(lang: str) -> None:
+    loc = locale(lang)
+    for machine, spec in MACHINES.items():
+        text = sentence(html_of({"machine": machine}, lang))
+        for key, beta in (("nvlink", spec.nvlink_bytes_per_s), ("network", spec.network_bytes_per_s)):
+            assert loc.t(f"moe.figure.link_{key}", bandwidth=loc.format("bytes_per_s", beta)) in text
+
+
+def test_the_machine_control_renders_with_its_labels_in_both_languages() -> None:
+    for lang, label, book in (("id", "Mesin", "Mesin ilustratif buku"), ("zh", "机器", "本书的示意机器")):
+        html = render_widget("moe", {}, locale(lang))
+        assert 'name="machine"' in html and label in html and book in html
+        assert '<option value="book" selected>' in html
+        assert all(f'<option value="{key}"' in html for key in MACHINES)
+        links = re.search(r'name="link".*?</fieldset>', html, re.S).group(0)
+        assert "GB/s" not in links  # the bandwidths belong to the machine, not to the link's label
+
+
+@pytest.mark.parametrize(("lang", "expected"), [
+    ("id", "Mesin harus salah satu dari book, dgx-a100, dgx-h100, dgx-h200, dgx-b200, bukan “tpu”."),
+    ("zh", "机器 必须是 book, dgx-a100, dgx-h100, dgx-h200, dgx-b200 之一，而不是“tpu”。"),
+])
+def test_a_bad_machine_gives_a_localized_error(lang: str, expected: str) -> None:
+    reply = handle({"widget": "moe", "state": {"machine": "tpu"}}, locale(lang))
+    assert reply["ok"] is False and 'role="alert"' in reply["html"]
+    assert expected in reply["html"]
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+@pytest.mark.parametrize("ident", ["time", "mem"])
+def test_only_the_books_own_machine_is_called_illustrative(lang: str, ident: str) -> None:
+    mark = {"id": "ilustratif", "zh": "示意"}[lang]
+    heading = re.compile(rf'<title id="w-moe-{ident}-t">([^<]*)</title>')
+    book = heading.search(html_of({}, lang)).group(1)
+    assert mark in book
+    for machine in MACHINES:
+        if machine == "book":
+            continue
+        name = locale(lang).t(f"moe.controls.machine.options.{machine}")
+        title = heading.search(html_of({"machine": machine}, lang)).group(1)
+        assert mark not in title and name in title
+    h100 = heading.search(html_of({"machine": "dgx-h100"}, lang)).group(1)
+    assert ("989 TFLOP/s" in h100) == (ident == "time") and ("80 GB" in h100) == (ident == "mem")

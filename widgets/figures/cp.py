@@ -15,10 +15,16 @@ step, and each GPU's total); one ring step's compute against its transfer, forwa
 backward, and the tokens per GPU against the fewest that hide the transfer; the bytes a
 GPU sends per layer with ring and with Ulysses side by side (Ulysses at the largest cp it
 allows when the chosen cp exceeds its K/V heads); and the activation memory per GPU for
-every cp against the 80 GB GPU (selective recomputation, micro-batch 1, model states
+every cp against the machine's GPU (selective recomputation, micro-batch 1, model states
 left to ZeRO/FSDP). The `cp` control starts at 2: one GPU is the memory figure's
 reference row, and with one GPU `split` and `link` would change nothing, while every
 control changes the figure in every state.
+
+The machine (calc.hardware.MACHINES) sets X, both links and the GPU's memory: by default
+the seed's illustrative one (80 GB, 150 TFLOP/s, NVLink 450 GB/s, network 50 GB/s, half
+an A100's compute with an H100's links); on a real server the threshold
+(h_kv/a) · X/(w·β) follows X/β of that generation, and the memory figure measures
+against its GPU.
 """
 
 from __future__ import annotations
@@ -27,17 +33,16 @@ import math
 from typing import Any, Mapping
 
 from calc import context
-from calc.hardware import DEFAULT_GPU, GPUS, GPUS_PER_NODE, LINKS
+from calc.hardware import GPUS_PER_NODE, get_machine
 from calc.memory import training_state_bytes
 from calc.models import MODELS, RECENT_MODELS, param_count
 
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, NumberChoice
-from ._common import all_values_table, output_label
+from ._common import MACHINE, all_values_table, output_label
 
 NAME = "cp"
-GPU = GPUS[DEFAULT_GPU]  # 80 GB at 150 TFLOP/s, the book's machine
 LINK_KEYS = ("nvlink", "network")
 MICRO_BATCH = 1  # one sequence per micro-batch: a long context fills a GPU by itself
 RECOMPUTE = "selective"  # the s × s attention scores are not stored (FlashAttention keeps none)
@@ -60,6 +65,7 @@ CONTROLS = (
     NumberChoice("cp", CPS, "8", radio=True, labels={c: c for c in CPS}),
     Choice("split", context.SPLITS, "balanced", radio=True),
     Choice("link", LINK_KEYS, "nvlink", radio=True),
+    MACHINE,  # X, NVLink, network and M_GPU of one preset; the book's illustrative one by default
 )
 
 OUTPUTS: dict[str, str] = {
@@ -91,6 +97,7 @@ OUTPUTS: dict[str, str] = {
     "fits": "yesno",
     "cp_needed": "integer",
     "link_bytes_per_s": "bytes_per_s",
+    "gpu_flops": "flops_per_s",  # X of the chosen machine
     # The model's shape and the other levers, for the chapter's prose and exercises
     "seq_len": "integer",
     "hidden": "integer",
@@ -131,12 +138,12 @@ def activation_bytes(model: Any, seq_len: int, cp: int, *, tp: int = 1, recomput
     return per_layer * model.layers
 
 
-def cp_needed(model: Any, seq_len: int) -> int:
-    """The smallest power of two cp whose activations and K/V blocks fit the GPU (0 if
-    the sequence cannot be split that finely)."""
+def cp_needed(model: Any, seq_len: int, memory_bytes: float) -> int:
+    """The smallest power of two cp whose activations and K/V blocks fit a GPU of
+    ``memory_bytes`` (0 if the sequence cannot be split that finely)."""
     c = 1
     while seq_len % (2 * c) == 0:
-        if math.fsum(memory_parts(model, seq_len, c)) <= GPU.memory_bytes:
+        if math.fsum(memory_parts(model, seq_len, c)) <= memory_bytes:
             return c
         c *= 2
     return 0
@@ -154,11 +161,18 @@ def work_totals(cp: int, split: str) -> list[float]:
     return [math.fsum(row[r] for row in work) for r in range(cp)]
 
 
+def link_bandwidths(state: Mapping[str, Any]) -> dict[str, float]:
+    """β of each link of the state's machine, bytes/s per GPU and direction."""
+    machine = get_machine(state["machine"])
+    return {"nvlink": machine.nvlink_bytes_per_s, "network": machine.network_bytes_per_s}
+
+
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
     model = CP_MODELS[state["model"]]
     s, c, split = int(state["seq_len"]), int(state["cp"]), state["split"]
-    beta = LINKS[state["link"]].bytes_per_s
-    x = GPU.flops_per_s
+    gpu = get_machine(state["machine"]).gpu
+    beta = link_bandwidths(state)[state["link"]]
+    x = gpu.flops_per_s
     shape = _shape(model, s, c)
     block = context.kv_block_bytes(**shape)
     step = context.ring_step_times(**shape, flops_per_gpu=x, bytes_per_s=beta, split=split)
@@ -201,10 +215,11 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "kv_buffer_bytes": buffers,
         "memory_per_gpu_bytes": memory,
         "activation_single_gpu_bytes": single,
-        "gpu_memory_bytes": GPU.memory_bytes,
-        "fits": 1 if memory <= GPU.memory_bytes else 0,
-        "cp_needed": cp_needed(model, s),
+        "gpu_memory_bytes": gpu.memory_bytes,
+        "fits": 1 if memory <= gpu.memory_bytes else 0,
+        "cp_needed": cp_needed(model, s, gpu.memory_bytes),
         "link_bytes_per_s": beta,
+        "gpu_flops": x,
         "seq_len": s,
         "hidden": model.hidden,
         "layers": model.layers,
@@ -232,8 +247,14 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
 
-def _link_name(link: str, loc: Locale) -> str:
-    return loc.t(f"cp.figure.link_{link}", bandwidth=loc.format("bytes_per_s", LINKS[link].bytes_per_s))
+def _link_name(state: Mapping[str, Any], loc: Locale) -> str:
+    """The chosen link with its β on the state's machine: "NVLink 450 GB/s"."""
+    link = state["link"]
+    return loc.t(f"cp.figure.link_{link}", bandwidth=loc.format("bytes_per_s", link_bandwidths(state)[link]))
+
+
+def _machine_name(state: Mapping[str, Any], loc: Locale) -> str:
+    return loc.t(f"cp.controls.machine.options.{state['machine']}")
 
 
 def _sentence(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
@@ -242,7 +263,7 @@ def _sentence(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, 
     common = dict(cp=loc.integer(c), tokens=f["tokens_per_gpu"], seq=loc.integer(int(state["seq_len"])),
                   layers=loc.integer(model.layers), act=f["activation_per_gpu_bytes"], buffers=f["kv_buffer_bytes"],
                   memory=f["memory_per_gpu_bytes"], gpu=f["gpu_memory_bytes"], single=f["activation_single_gpu_bytes"],
-                  needed=f["cp_needed"], block=f["kv_block_bytes"], link=_link_name(state["link"], loc),
+                  needed=f["cp_needed"], block=f["kv_block_bytes"], link=_link_name(state, loc),
                   transfer=f["ring_step_transfer_time"], compute=f["ring_step_compute_time"],
                   min=f["min_block_tokens"], exposed=f["ring_exposed_time_layer"],
                   imbalance=f["attention_imbalance"], attention=f["attention_time_layer"],
@@ -481,11 +502,11 @@ def _comm_svg(v: Mapping[str, float], f: Mapping[str, str], loc: Locale, title: 
 MEM_LABEL_END, MEM_BAR_X, MEM_BAR_END, MEM_ROW, MEM_TOP = 56.0, 60.0, 312.0, 19.0, 22.0
 
 
-def _memory_svg(model: Any, s: int, c: int, f: Mapping[str, str], loc: Locale, title: str,
+def _memory_svg(c: int, gpu_memory: float, f: Mapping[str, str], loc: Locale, title: str,
                 desc: str, memories: Mapping[int, float]) -> str:
     """Memory per GPU for cp = 1, 2, 4 … 32 on a log scale, the chosen cp framed, the
-    GPU's memory as a red line."""
-    values = [*memories.values(), GPU.memory_bytes]
+    GPU's memory (the machine's) as a red line."""
+    values = [*memories.values(), gpu_memory]
     lo = math.floor(math.log10(min(values)))
     hi = max(math.ceil(math.log10(max(values)) - 1e-9), lo + 1)
 
@@ -505,7 +526,7 @@ def _memory_svg(model: Any, s: int, c: int, f: Mapping[str, str], loc: Locale, t
         y = MEM_TOP + i * MEM_ROW
         cur = cp == c
         end = x_of(memory)
-        fits = memory <= GPU.memory_bytes
+        fits = memory <= gpu_memory
         bar = ("w-cp-fits" if fits else "w-cp-over") + ("" if cur else " w-cp-dim")
         text = "w-fig-value" if cur else "w-fig-note w-cp-dimtext"
         parts.append(f'<text class="{text}" x="{num(MEM_LABEL_END)}" y="{num(y + 11)}" text-anchor="end">'
@@ -515,7 +536,7 @@ def _memory_svg(model: Any, s: int, c: int, f: Mapping[str, str], loc: Locale, t
         if cur:
             parts.append(f'<rect class="w-cp-current" x="{num(MEM_BAR_X - 2)}" y="{num(y - 1)}" '
                          f'width="{num(WIDTH - MEM_BAR_X)}" height="17"/>')
-    gpu_x = x_of(GPU.memory_bytes)
+    gpu_x = x_of(gpu_memory)
     parts.append(f'<line class="w-limit" x1="{num(gpu_x)}" y1="{num(MEM_TOP - 5)}" x2="{num(gpu_x)}" y2="{num(bottom)}"/>'
                  f'<text class="w-fig-note w-cp-warn" x="{num(gpu_x)}" y="{num(MEM_TOP - 8)}" text-anchor="middle">'
                  f'{esc(loc.t("cp.figure.gpu_line", memory=f["gpu_memory_bytes"]))}</text>')
@@ -541,7 +562,11 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
     cp_text, seq_text = loc.integer(c), loc.integer(s)
     owners = context.chunk_ranks(c, split)
     totals = work_totals(c, split)
-    link_name = _link_name(link, loc)
+    link_name = _link_name(state, loc)
+    machine = state["machine"]
+    # Only the book's own machine is illustrative; a preset is a real DGX and is named.
+    on = "" if machine == "book" else "_machine"
+    machine_name = _machine_name(state, loc)
 
     config = L("config", model=model.name, h=loc.integer(model.hidden), a=loc.integer(model.heads),
                kv=loc.integer(model.kv_heads), layers=loc.integer(model.layers))
@@ -560,17 +585,17 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
                                            ("w-cp-none", "work_none")))
     ring_note = L("ring_note" if c <= NUMBERED else "ring_note_large", cp=cp_text, imbalance=f["attention_imbalance"])
 
-    step_heading = L("step_heading", link=link_name)
+    step_heading = L(f"step_heading{on}", link=link_name, machine=machine_name)
     step_desc = L("step_desc", fc=f["ring_step_compute_time"], ft=f["ring_step_transfer_time"],
                   bc=f["ring_step_backward_compute_time"], bt=f["ring_step_backward_transfer_time"])
     step_note = L("step_note", block=f["kv_block_bytes"], tokens=f["tokens_per_gpu"],
-                  gpu_flops=loc.format("flops_per_s", GPU.flops_per_s))
+                  gpu_flops=f["gpu_flops"])
     threshold_heading = L("threshold_heading")
     threshold_desc = L("threshold_desc_hidden" if v["transfer_hidden"] else "threshold_desc_exposed",
                        min=f["min_block_tokens"], tokens=f["tokens_per_gpu"], link=link_name)
     work = max(max(row) for row in context.ring_step_work(c, split))
-    threshold_note = L("threshold_note", gpu_flops=loc.format("flops_per_s", GPU.flops_per_s),
-                       bandwidth=loc.format("bytes_per_s", LINKS[link].bytes_per_s), work=_work_text(work, loc),
+    threshold_note = L("threshold_note", gpu_flops=f["gpu_flops"],
+                       bandwidth=f["link_bytes_per_s"], work=_work_text(work, loc),
                        kv_ratio=loc.sig(model.kv_heads / model.heads))
 
     comm_heading = L("comm_heading")
@@ -584,7 +609,8 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
         comm_desc += " " + L("ulysses_impossible", cp=cp_text, kv=loc.integer(model.kv_heads), max=f["ulysses_max_cp"])
 
     memories = {cp: math.fsum(memory_parts(model, s, cp)) for cp in MEMORY_CPS}
-    mem_heading = L("mem_heading", layers=loc.integer(model.layers), gpu=f["gpu_memory_bytes"])
+    mem_heading = L(f"mem_heading{on}", layers=loc.integer(model.layers), gpu=f["gpu_memory_bytes"],
+                    machine=machine_name)
     mem_desc = L("mem_desc", values="; ".join(L("mem_row", cp=loc.integer(cp)) + " " + loc.bytes(m)
                                                 for cp, m in memories.items()),
                  gpu=f["gpu_memory_bytes"], needed=f["cp_needed"])
@@ -613,6 +639,6 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
         f'{_comm_svg(v, f, loc, comm_heading, comm_desc)}{ulysses_warning}'
         f'<p class="w-cp-note">{esc(comm_note)}</p>'
         f'<p class="w-fig-heading">{esc(mem_heading)}</p>'
-        f'{_memory_svg(model, s, c, f, loc, mem_heading, mem_desc, memories)}'
+        f'{_memory_svg(c, v["gpu_memory_bytes"], f, loc, mem_heading, mem_desc, memories)}'
         f'<p class="w-cp-note">{esc(mem_note)}</p></figure>'
     )

@@ -23,6 +23,11 @@ The figures, every number from `calc.experts` and `calc.models`:
 Mixtral 8x7B has 8 experts: an ep above 8 is refused by calc (``experts % ep``), so the
 widget uses ep = 8 and says why; the other GPUs would hold copies of that group (data
 parallelism over the experts).
+
+The machine (calc.hardware.MACHINES) sets X, both links and the GPU's memory: by default
+the seed's illustrative one (150 TFLOP/s, 80 GB, NVLink 450 GB/s, network 50 GB/s, half
+an A100's compute with an H100's links); on a real server the all-to-all over compute
+follows X/β of that generation and the state is measured against its GPU.
 """
 
 from __future__ import annotations
@@ -32,18 +37,17 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from calc import experts as moe
-from calc.hardware import DEFAULT_GPU, GPUS, GPUS_PER_NODE, LINKS
+from calc.hardware import GPUS_PER_NODE, get_machine
 from calc.memory import training_state
 from calc.models import RECENT_MODELS, active_param_count, expert_param_count, param_count
 
 from ..framework.html import esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, NumberChoice, Range
-from ._common import all_values_table, output_label
+from ._common import MACHINE, all_values_table, output_label
 from .hardware import join_sentences
 
 NAME = "moe"
-GPU = GPUS[DEFAULT_GPU]  # the book's machine: 80 GB at 150 TFLOP/s (illustrative)
 LINK_KEYS = ("nvlink", "network")
 MOE_MODELS = {key: m for key, m in RECENT_MODELS.items() if m.experts}  # Mixtral 8x7B, DeepSeek-V3
 EP_OPTIONS = ("1", "2", "4", "8", "16", "32", "64")  # DeepSeek-V3 trained with EP 64 (report Sec. 3.2)
@@ -57,6 +61,7 @@ CONTROLS = (
     Range("skew", lo=0, hi=2, step=0.25, default=0, display="number"),
     Range("capacity_factor", lo=1, hi=2, step=0.25, default=1.25, display="number"),
     Choice("link", LINK_KEYS, "nvlink", radio=True),
+    MACHINE,  # X, NVLink, network and M_GPU of one preset; the book's illustrative one by default
 )
 
 OUTPUTS: dict[str, str] = {
@@ -88,6 +93,7 @@ OUTPUTS: dict[str, str] = {
     "gpu_memory_bytes": "bytes",
     "fits": "yesno",
     "link_bytes_per_s": "bytes_per_s",
+    "gpu_flops": "flops_per_s",  # X of the chosen machine
     "hidden": "integer",
     "moe_ffn": "integer",
     "moe_layers": "integer",
@@ -142,6 +148,12 @@ def _routes(key: str, tokens: int, seed: int, skew: float) -> tuple[tuple[int, .
                             seed=seed, skew=skew)
 
 
+def link_bandwidths(state: Mapping[str, Any]) -> dict[str, float]:
+    """β of each link of the state's machine, bytes/s per GPU and direction."""
+    machine = get_machine(state["machine"])
+    return {"nvlink": machine.nvlink_bytes_per_s, "network": machine.network_bytes_per_s}
+
+
 def routing(model: Any, state: Mapping[str, Any]) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int]:
     """The drawn batch: each token's k experts, the load per expert, the capacity."""
     t, k = state["tokens"], model.experts_per_token
@@ -165,9 +177,11 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         kept += counts[i][i]
     remote = copies - kept
     tokens_per_gpu = model.seq_len * MICRO_BATCH
+    gpu = get_machine(state["machine"]).gpu
+    betas = link_bandwidths(state)
     times = {key: moe.moe_layer_times(tokens=tokens_per_gpu, hidden=model.hidden, moe_ffn=model.moe_ffn,
-                                      experts_per_token=k, ep=d, flops_per_gpu=GPU.flops_per_s,
-                                      bytes_per_s=LINKS[key].bytes_per_s) for key in LINK_KEYS}
+                                      experts_per_token=k, ep=d, flops_per_gpu=gpu.flops_per_s,
+                                      bytes_per_s=betas[key]) for key in LINK_KEYS}
     chosen = times[state["link"]]
     experts_state, rest_state = state_by_ep(model, d)
     total = param_count(model)
@@ -199,9 +213,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "expert_state_per_gpu_bytes": experts_state,
         "rest_state_per_gpu_bytes": rest_state,
         "state_per_gpu_bytes": experts_state + rest_state,
-        "gpu_memory_bytes": GPU.memory_bytes,
-        "fits": 1 if experts_state + rest_state <= GPU.memory_bytes else 0,
-        "link_bytes_per_s": LINKS[state["link"]].bytes_per_s,
+        "gpu_memory_bytes": gpu.memory_bytes,
+        "fits": 1 if experts_state + rest_state <= gpu.memory_bytes else 0,
+        "link_bytes_per_s": betas[state["link"]],
+        "gpu_flops": gpu.flops_per_s,
         # the shape behind the formulas, for the chapter's worked examples
         "hidden": model.hidden,
         "moe_ffn": model.moe_ffn,
@@ -228,6 +243,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
 # -- the output region ------------------------------------------------------------------
 CARDS = ("active_params", "experts_per_gpu", "capacity", "dropped", "comm_over_compute", "state_per_gpu_bytes")
 COSTLY = 0.2  # all-to-all over compute above which the sentence calls it a large share
+# (from 1 up it outlasts the compute: common on a real DGX, whose X grew faster than β)
 
 
 def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str:
@@ -241,8 +257,8 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
             f'{all_values_table(NAME, OUTPUTS, v, loc)}')
 
 
-def _link_name(key: str, loc: Locale) -> str:
-    return loc.t(f"moe.figure.link_{key}", bandwidth=loc.format("bytes_per_s", LINKS[key].bytes_per_s))
+def _link_name(key: str, state: Mapping[str, Any], loc: Locale) -> str:
+    return loc.t(f"moe.figure.link_{key}", bandwidth=loc.format("bytes_per_s", link_bandwidths(state)[key]))
 
 
 def sentence(model: Any, state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
@@ -265,11 +281,13 @@ def sentence(model: Any, state: Mapping[str, Any], v: Mapping[str, float], f: Ma
         parts.append(S("sentence_comm_single", experts=loc.integer(model.experts), compute=f["expert_compute_time"],
                        seq=f["tokens_per_gpu"]))
     else:
-        key = "sentence_comm_costly" if v["comm_over_compute"] >= COSTLY else "sentence_comm_cheap"
+        ratio = v["comm_over_compute"]
+        key = ("sentence_comm_slower" if ratio >= 1 else
+               "sentence_comm_costly" if ratio >= COSTLY else "sentence_comm_cheap")
         parts.append(S(key, ep=loc.integer(d), per_gpu=f["experts_per_gpu"], seq=f["tokens_per_gpu"],
-                       sent=f["all_to_all_sent_per_gpu_layer_bytes"], link=_link_name(link, loc),
+                       sent=f["all_to_all_sent_per_gpu_layer_bytes"], link=_link_name(link, state, loc),
                        comm=f["all_to_all_time"], compute=f["expert_compute_time"], ratio=f["comm_over_compute"],
-                       other_link=_link_name(other, loc), other_comm=f[f"all_to_all_time_{other}"]))
+                       other_link=_link_name(other, state, loc), other_comm=f[f"all_to_all_time_{other}"]))
     mem = dict(experts=f["expert_state_per_gpu_bytes"], rest=f["rest_state_per_gpu_bytes"],
                state=f["state_per_gpu_bytes"], gpu=f["gpu_memory_bytes"], ep=loc.integer(d))
     if v["fits"]:
@@ -623,7 +641,11 @@ def figure(model: Any, state: Mapping[str, Any], routes: tuple[tuple[int, ...], 
                  f'<li><span class="w-swatch w-moe-swatch-drop"></span>{esc(L("dropped", dropped=f["dropped"], fraction=f["dropped_fraction"]))}</li></ul>')
     parts.append(f'<p class="w-moe-note">{esc(L(_noted(model, "load_note")))}</p>')
 
-    time_heading = L("time", seq=f["tokens_per_gpu"], ep=I(d), gpu_flops=loc.format("flops_per_s", GPU.flops_per_s))
+    # Only the book's own machine is illustrative; a preset is a real DGX and is named.
+    machine = state["machine"]
+    machine_name = loc.t(f"moe.controls.machine.options.{machine}")
+    time_heading = (L("time", seq=f["tokens_per_gpu"], ep=I(d), gpu_flops=f["gpu_flops"]) if machine == "book" else
+                    L("time_machine", seq=f["tokens_per_gpu"], ep=I(d), gpu_flops=f["gpu_flops"], machine=machine_name))
     time_desc = L("time_desc", compute=f["expert_compute_time"], nvlink=f["all_to_all_time_nvlink"],
                   network=f["all_to_all_time_network"], sent=f["all_to_all_sent_per_gpu_layer_bytes"])
     parts.append(f'<p class="w-fig-heading">{esc(time_heading)}</p>')
@@ -636,7 +658,8 @@ def figure(model: Any, state: Mapping[str, Any], routes: tuple[tuple[int, ...], 
         time_note = L("time_note", sent=f["all_to_all_sent_per_gpu_layer_bytes"], ffn=I(model.moe_ffn))
     parts.append(f'<p class="w-moe-note">{esc(time_note)}</p>')
 
-    mem_heading = L("memory", gpu=f["gpu_memory_bytes"])
+    mem_heading = (L("memory", gpu=f["gpu_memory_bytes"]) if machine == "book" else
+                   L("memory_machine", gpu=f["gpu_memory_bytes"], machine=machine_name))
     mem_desc = L("memory_desc", ep=I(d), experts=f["expert_state_per_gpu_bytes"], rest=f["rest_state_per_gpu_bytes"],
                  state=f["state_per_gpu_bytes"], gpu=f["gpu_memory_bytes"])
     parts.append(f'<p class="w-fig-heading">{esc(mem_heading)}</p>')
