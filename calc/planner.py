@@ -74,8 +74,8 @@ short to hide the ring's transfer is, likewise, only charged for it.
 
 Time of one step (``layout_times``), from the per-GPU time of one micro-batch:
 
-* compute t_c = (k·Ψ_a/(t·p)·b·s/cp + attention)/X (⌈L/p⌉/L for 1/p, here and
-  below) with k = 6 FLOP per parameter per token (Kaplan et al. 2020, Sec. 2.1), or 8
+* compute T_c = (κ·Ψ_a/(t·p)·b·s/cp + attention)/X (⌈L/p⌉/L for 1/p, here and
+  below) with κ = 6 FLOP per parameter per token (Kaplan et al. 2020, Sec. 2.1), or 8
   with full recomputation (Narayanan et al. 2021, Eq. 3/4: one more forward pass); Ψ_a the parameters a token uses (all of them
   for a dense model, ``calc.models.active_param_count`` for an MoE model) over the t·p
   GPUs that share them (layers and embeddings spread evenly); X the sustained FLOP/s
@@ -109,16 +109,16 @@ Time of one step (``layout_times``), from the per-GPU time of one micro-batch:
   parallelism, whose boundary tensor is already split); over the inter-node link as
   soon as the job spans nodes, not hidden (Megatron-LM's 1F1B waits for it);
 * a 1F1B step has m + p − 1 slots of one micro-batch each (Narayanan et al. 2021, Sec.
-  2.2.1: bubble (p−1)·(t_f + t_b)), so step = (m + p − 1)·(t_c + t_tp + t_cp + t_ep +
-  t_pp) + exposed data-parallel time; compute = m·t_c, bubble = (p − 1)·slot, the rest
+  2.2.1: bubble (p−1)·(T_F + T_B)), so step = (m + p − 1)·(T_c + T_tp + T_cp + T_ep +
+  T_pp) + exposed data-parallel time; compute = m·T_c, bubble = (p − 1)·slot, the rest
   is exposed communication;
 * data parallelism / ZeRO over the d·cp GPUs that hold the same weights
   (``calc.collectives.ring_bytes_per_rank``, ring algorithm, on the (Ψ − Ψ_e)/(t·p)
   fp16 gradients or weights of the dense part, 2 bytes each, plus the Ψ_e/(t·p·ep) of
   the routed experts over the d·cp/ep expert-data-parallel GPUs), over the intra-node
   link if the group fits in a node, else the inter-node link; every collective hides
-  behind the compute it can overlap, only the excess is exposed (t_f = 2/k and
-  t_b = (k−2)/k of t_c, the forward and backward shares):
+  behind the compute it can overlap, only the excess is exposed (T_F = 2/κ and
+  T_B = (κ−2)/κ of T_c, the forward and backward shares):
   stage 0: one gradient all-reduce per step behind the last micro-batch's backward
   (gradients accumulate locally; PyTorch DDP and Megatron-LM reduce after the last
   one); stage 1: a reduce-scatter behind the last backward, then the all-gather of the
@@ -273,12 +273,12 @@ class RunSpec:
 
     @property
     def param_flops_per_token(self) -> float:
-        """Training FLOP of the parameters per token, k·Ψ_a (``flops_per_param_per_token``)."""
+        """Training FLOP of the parameters per token, κ·Ψ_a (``flops_per_param_per_token``)."""
         return flops_per_param_per_token(self.recompute) * self.used_params
 
     @property
     def flops(self) -> float:
-        """Training FLOP (k·Ψ_a + attention)·D, k = 6 or 8 (``flops_per_param_per_token``)."""
+        """Training FLOP (κ·Ψ_a + attention)·D, κ = 6 or 8 (``flops_per_param_per_token``)."""
         return (self.param_flops_per_token + self.attention_flops_per_token) * self.tokens
 
     @property
@@ -289,7 +289,7 @@ class RunSpec:
 
     @property
     def step_flops(self) -> float:
-        """Training FLOP of one optimizer step, (k·Ψ_a + attention)·B·s: ``flops`` over
+        """Training FLOP of one optimizer step, (κ·Ψ_a + attention)·B·s: ``flops`` over
         ``steps``."""
         return (self.param_flops_per_token + self.attention_flops_per_token) * self.batch_tokens
 
@@ -301,8 +301,8 @@ class RunSpec:
 
     @property
     def ideal_seconds(self) -> float:
-        """(k·Ψ_a + attention)·D / (n·X): the run with no bubble and no communication
-        (Narayanan et al. 2021, Eq. 4 when k = 8, plus the attention term of their Eq. 3,
+        """(κ·Ψ_a + attention)·D / (G·X): the run with no bubble and no communication
+        (Narayanan et al. 2021, Eq. 4 when κ = 8, plus the attention term of their Eq. 3,
         causal)."""
         return self.flops / self.cluster_flops_per_s
 
@@ -678,8 +678,8 @@ def layout_times(
     step of one layout; the communication terms are the exposed parts (module
     docstring):
 
-        step = (m + p − 1)·(t_c + t_tp + t_cp + t_ep + t_pp) + exposed DP
-        compute = m·t_c, bubble = (p − 1)·(t_c + t_tp + t_cp + t_ep + t_pp)
+        step = (m + p − 1)·(T_c + T_tp + T_cp + T_ep + T_pp) + exposed DP
+        compute = m·T_c, bubble = (p − 1)·(T_c + T_tp + T_cp + T_ep + T_pp)
     """
     t, c, p, d, e, z, m = _check_layout(spec, tp, cp, pp, dp, ep, zero_stage, microbatches)
     per = _per_microbatch(_per_sequence(spec, t, c, p, e), spec.global_batch // (d * m))
@@ -703,14 +703,14 @@ def _link(spec: RunSpec, span: int) -> float:
 
 
 def _per_microbatch(unit: tuple[float, float, float, float, float], b: int) -> tuple[float, float, float, float, float]:
-    """(t_c, t_tp, t_cp, t_ep, t_pp) seconds of one micro-batch of b sequences on one GPU:
+    """(T_c, T_tp, T_cp, T_ep, T_pp) seconds of one micro-batch of b sequences on one GPU:
     b times those of one sequence, since every term (FLOP, bytes, and the exposed part
     of a ring step, a difference of two terms that both grow as b) is linear in b."""
     return tuple(b * x for x in unit)  # type: ignore[return-value]
 
 
 def _per_sequence(spec: RunSpec, t: int, c: int, p: int, e: int) -> tuple[float, float, float, float, float]:
-    """(t_c, t_tp, t_cp, t_ep, t_pp) seconds of one micro-batch of one sequence on one GPU."""
+    """(T_c, T_tp, T_cp, T_ep, T_pp) seconds of one micro-batch of one sequence on one GPU."""
     b = 1
     k = flops_per_param_per_token(spec.recompute)
     s, h, stage = spec.seq_len, spec.hidden, stage_layers(spec.layers, p)

@@ -31,6 +31,17 @@ def test_both_languages_are_built(built_site: Path) -> None:
         assert 'data-widget="why"' in page(built_site, lang)
 
 
+def test_each_language_describes_itself_in_its_own_language(built_site: Path) -> None:
+    """Search engines and link previews show the description: Chinese pages carry a
+    Chinese one, Indonesian pages an Indonesian one."""
+    description = re.compile(r'<meta name="description" content="([^"]+)"')
+    for path in ("index.html", CHAPTER):
+        zh = description.search(page(built_site, "zh", path)).group(1)
+        id_ = description.search(page(built_site, "id", path)).group(1)
+        assert re.search(r"[\u4e00-\u9fff]{4}", zh), zh
+        assert not re.search(r"[\u4e00-\u9fff]", id_) and "Buku" in id_, id_
+
+
 def test_indonesian_chapter_has_the_numbers_before_any_script_runs(built_site: Path) -> None:
     html = before_scripts(page(built_site, "id"))
     widget = re.search(r'<div class="w-widget".*?data-region="status"', html, re.S).group(0)

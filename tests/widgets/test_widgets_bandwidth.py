@@ -48,7 +48,9 @@ def test_defaults_of_the_chapter_outline() -> None:
     loc = locale("id")
     assert format_value("bandwidth", "algbw", {}, loc) == "100 GB/s"
     assert format_value("bandwidth", "busbw", {}, loc) == "175 GB/s"
-    assert format_value("bandwidth", "bus_factor", {}, loc) == "1,75×"
+    assert format_value("bandwidth", "bus_factor", {}, loc) == "1,75"
+    # exact, not three digits: 2·15/16 reads 1,875 (Contoh 3), not 1,88
+    assert format_value("bandwidth", "bus_factor", {"ranks": "16"}, loc) == "1,875"
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -112,18 +114,18 @@ def test_sentence_states_the_current_numbers(lang: str, state: dict) -> None:
     text = sentence(out.html)
     for key in ("algbw", "busbw", "size_bytes", "time_s", "ranks"):
         assert loc.format(bandwidth.OUTPUTS[key], out.values[key]) in text, (key, text)
-    factor = loc.sig(out.values["bus_factor"])
+    factor = loc.exact(out.values["bus_factor"])
     assert f"{loc.format('bytes_per_s', out.values['algbw'])} × {factor} = {loc.format('bytes_per_s', out.values['busbw'])}" in text
 
 
 def test_sentence_explains_busbw_and_reads_it_against_the_right_link() -> None:
     id_default = sentence(render_output("bandwidth", {}, locale("id")).html)
-    assert "Pada 8 rank, all-reduce sebesar 1 GB selesai dalam 10 ms, jadi algbw = S / t = 100 GB/s." in id_default
+    assert "Pada 8 rank, all-reduce sebesar 1 GB selesai dalam 10 ms, jadi algbw = S / T = 100 GB/s." in id_default
     assert "adalah 2(n − 1)/n = 1,75, jadi busbw = 100 GB/s × 1,75 = 175 GB/s" in id_default
     assert "Kenapa busbw?" in id_default and "tidak bergantung pada n" in id_default
     assert "hambatannya adalah NVLink: busbw ini 38,9% dari line rate-nya (450 GB/s)" in id_default
     zh_default = sentence(render_output("bandwidth", {}, locale("zh")).html)
-    assert "algbw = S / t = 100 GB/s。n = 8 时 all-reduce 的总线系数为 2(n − 1)/n = 1.75" in zh_default
+    assert "algbw = S / T = 100 GB/s。n = 8 时 all-reduce 的总线系数为 2(n − 1)/n = 1.75" in zh_default
     assert "与 n 无关" in zh_default and "。 " not in zh_default  # no space after a Chinese full stop
     nodes = sentence(render_output("bandwidth", {"ranks": "64", "time_s": "5e-2", "size_bytes": "1e10"}, locale("id")).html)
     assert "n &gt; 8" in nodes and "7,88× line rate satu adapter InfiniBand NDR (50 GB/s)" in nodes

@@ -280,5 +280,20 @@ def test_split_sentences_change_with_the_meaning() -> None:
     assert "mengandaikan m ≥ 8" in sentence(render_output("pp", state(8, 5, "zb-h1"), loc).html)
     assert "mengandaikan m ≥ 7" in sentence(render_output("pp", state(4, 4, "zb-h2"), loc).html)
     zb2 = sentence(render_output("pp", state(4, 8, "zb-h2"), loc).html)
-    assert "menganggur 0 unit" in zb2 and "sampai 7 micro-batch" in zb2
+    # no idle unit is said in words, not as "0 units" (the formula clause still shows = 0)
+    assert "tidak ada GPU yang menganggur sama sekali" in zb2 and "sampai 7 micro-batch" in zb2
+    assert "0 unit" not in zb2
+    assert "完全没有空闲" in sentence(render_output("pp", state(4, 8, "zb-h2"), locale("zh")).html)
+    assert "menganggur 3 unit" in sentence(render_output("pp", state(4, 4, "zb-h2"), loc).html)
     assert "memegang 2× parameter" in sentence(render_output("pp", state(4, 8, "dualpipe"), loc).html)
+
+
+@pytest.mark.parametrize(("lang", "name"), [("id", "mesin ilustratif buku"), ("zh", "本书的示意机器")])
+def test_sentence_names_the_book_machine_in_running_text(lang: str, name: str) -> None:
+    """The option label ("Mesin ilustratif buku") opens a menu line; inside a sentence
+    and on the figure's limit line the machine is named in running-text case."""
+    loc = locale(lang)
+    html = render_output("pp", {}, loc).html
+    assert name in sentence(html) and name in html.split("<figure")[1].split("w-pp-plan")[-1]
+    assert "Mesin ilustratif buku" not in sentence(html)
+    assert "DGX H100" in sentence(render_output("pp", {"machine": "dgx-h100"}, loc).html)

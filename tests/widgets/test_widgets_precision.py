@@ -119,7 +119,7 @@ def test_sentence_and_figure_follow_the_state(lang: str, state: dict) -> None:
     out = render_output("precision", state, loc)
     assert out.ok
     sentence = sentence_of(out.html)
-    assert loc.format("number", out.values["recipe_total"]) in sentence
+    assert loc.format(widget.OUTPUTS["recipe_total"], out.values["recipe_total"]) in sentence
     assert loc.format("bytes", out.values["recipe_state_bytes"]) in sentence
     for key in widget.OUTPUTS:
         assert f'data-out="{key}"' in out.html, key
@@ -144,3 +144,40 @@ def test_spacing_and_the_unsharded_floor() -> None:
     _, v = evaluate("precision", {"recipe": "megatron-distopt", "dp": 64})
     assert v["recipe_unsharded"] == 6.0
     assert v["recipe_unsharded_state_bytes"] == pytest.approx(6 * v["params"])
+
+
+def test_distributed_optimizer_parts_add_up_as_printed() -> None:
+    """Latihan 2: at d = 64 the sharded master and moments read 0,0625 + 0,125 = 0,1875 and
+    the total 6,1875, not 0,06 + 0,12 and 6,19 (two decimals)."""
+    loc = locale("id")
+    state = {"recipe": "megatron-distopt", "dp": "64"}
+    shown = [format_value("precision", key, state, loc) for key in
+             ("recipe_master", "recipe_moments", "recipe_optimizer", "recipe_total")]
+    assert shown == ["0,0625", "0,125", "0,1875", "6,1875"]
+
+
+def test_error_in_percent_keeps_its_digits() -> None:
+    """0,1 in fp16 is off by 2,4 × 10⁻⁴, i.e. 0,0244 percent, not 0,0%."""
+    assert format_value("precision", "fp16_unscaled_error_percent", {}, locale("id")) == "0,0244"
+    assert format_value("precision", "fp16_unscaled_error_percent", {"value": "1e-6"}, locale("zh")) == "1.33"
+
+
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_equal_errors_with_and_without_scaling_are_said_once(lang: str) -> None:
+    """A power-of-two λ leaves a normal fp16 value as it was: one sentence says the error is
+    the same, instead of printing it twice."""
+    loc = locale(lang)
+    out = render_output("precision", {}, loc)
+    _, v = evaluate("precision", {})
+    assert v["fp16_unscaled_error"] == v["fp16_recovered_error"]
+    error = loc.format(widget.OUTPUTS["fp16_unscaled_error"], v["fp16_unscaled_error"])
+    expected = loc.t("precision.scaling_same", scale=loc.format("integer", v["loss_scale"]), error=error,
+                     bf16=loc.format(widget.OUTPUTS["bf16_gradient_error"], v["bf16_gradient_error"]))
+    assert expected in sentence_of(out.html).replace("&quot;", '"')
+    both = loc.t("precision.scaling", scale=loc.format("integer", v["loss_scale"]), unscaled=error, scaled=error,
+                 bf16=loc.format(widget.OUTPUTS["bf16_gradient_error"], v["bf16_gradient_error"]))
+    assert both not in sentence_of(out.html).replace("&quot;", '"')
+
+
+def test_exact_parameter_count() -> None:
+    assert format_value("precision", "params_exact", {"model": "llama2-70b"}, locale("id")) == "68.976.648.192"

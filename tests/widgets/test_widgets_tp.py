@@ -116,15 +116,42 @@ def test_eight_gpus_over_the_network_wait_longer_than_they_compute() -> None:
 
 
 @pytest.mark.parametrize("t", [1, 2, 4, 8])
-def test_figure_splits_a_by_columns_b_by_rows_one_colour_per_gpu(t: int) -> None:
+def test_figure_splits_w_u_by_columns_w_d_by_rows_one_colour_per_gpu(t: int) -> None:
     html = render_output("tp", {"tp": str(t)}, locale("id")).html
     mlp = re.search(r'<svg class="w-figure"[^>]*aria-labelledby="w-tp-mlp-t.*?</svg>', html).group(0)
-    for i in range(t):  # A's column block, Y's local slice, B's row block, (t > 1) the partial sum
+    for i in range(t):  # W_u's column block, Y's local slice, W_d's row block, (t > 1) the partial sum
         assert len(re.findall(rf'<rect class="w-tp-g{i} w-tp-block"', mlp)) == 3
         assert len(re.findall(rf'<rect class="w-tp-g{i} w-tp-card"', mlp)) == (1 if t > 1 else 0)
     assert f"w-tp-g{t}" not in mlp
     assert ("Σ" in mlp) == (t > 1)
     assert html.count('<span class="w-swatch w-tp-g') == t  # the legend names each GPU
+
+
+@pytest.mark.parametrize("t", ["1", "4"])
+@pytest.mark.parametrize("lang", ["id", "zh"])
+def test_figure_names_the_matrices_in_the_books_letters(lang: str, t: str) -> None:
+    """The book's X is a GPU's FLOP/s and B the global batch, so the figure writes the
+    input H and the MLP's matrices W_u, W_d (Megatron's X, A, B), in labels and text."""
+    html = render_output("tp", {"tp": t}, locale(lang)).html
+    mlp = re.search(r'<svg class="w-figure"[^>]*aria-labelledby="w-tp-mlp-t.*?</svg>', html).group(0)
+    names = re.findall(r'<text class="w-fig-value"[^>]*>(.*?)</text>', mlp)
+    sub = '<tspan class="w-tp-sub" dy="3" font-size="8.5">{}</tspan>'
+    assert names[:4] == ["H", "W" + sub.format("u"), "Y", "W" + sub.format("d")] and names[-1] == "Z"
+    words = re.sub(r"<[^>]+>", " ", re.search(r'<figure class="w-fig w-tp-fig">.*?</figure>', html).group(0))
+    assert re.search(r"\bW_u\b", words) and re.search(r"\bH\b", words)
+    assert not re.search(r"\b[XAB]\b", words), words
+
+
+def test_exact_parameter_count_and_three_digit_share() -> None:
+    """Ψ exact, so that 16Ψ/t is checked by hand; comm ÷ compute as a percentage keeps
+    its digits where the ratio format drops trailing zeros (0,1× for 0,1004×)."""
+    _, v = evaluate("tp", {"model": "llama2-13b", "tp": "4"})
+    assert v["params"] == 13_015_864_320
+    assert v["state_per_gpu_bytes"] == pytest.approx(16 * v["params"] / 4)
+    _, eight = evaluate("tp", {"model": "llama2-13b", "tp": "8"})
+    assert eight["comm_share_of_compute"] == eight["comm_over_compute"]
+    assert locale("id").format(tp.OUTPUTS["comm_share_of_compute"], eight["comm_share_of_compute"]) == "10,0%"
+    assert locale("id").format(tp.OUTPUTS["params"], v["params"]) == "13.015.864.320"
 
 
 def test_the_link_is_visible_in_the_figure() -> None:

@@ -2,8 +2,8 @@
 model that says what the measurement could have been.
 
 Controls: the collective, the number of ranks n, the message size S and the measured
-time t, typed as nccl-tests prints them (`8G`, `47535` µs, any n), and the link. Outputs (nccl-tests, doc/PERFORMANCE.md): the algorithm bandwidth
-algbw = S / t and the bus bandwidth busbw = algbw × factor, the factor being 2(n−1)/n
+time T, typed as nccl-tests prints them (`8G`, `47535` µs, any n), and the link. Outputs (nccl-tests, doc/PERFORMANCE.md): the algorithm bandwidth
+algbw = S / T and the bus bandwidth busbw = algbw × factor, the factor being 2(n−1)/n
 for all-reduce, (n−1)/n for all-gather, reduce-scatter and all-to-all (and scatter,
 gather), 1 for broadcast and reduce: `calc.collectives.algbw`, `busbw`, `bus_factor`.
 busbw is the rate each GPU's own link had to sustain, independent of n, so it is the
@@ -11,8 +11,8 @@ number to set against the hardware's peak: one direction of NVLink inside a node
 the datasheet's sum of both directions, `both_directions_bytes_per_s`), and across
 nodes the node's adapters together (`aggregate_bytes_per_s`). The figure draws algbw and busbw as bars on
 a log scale with reference lines at NVLink 4 and InfiniBand NDR (`calc.hardware`), and,
-below, the α–β time T = k·α + c·S/β of each algorithm of the collective against the
-message size (`calc.latency`), with the measured (S, t) on it, the latency floor and
+below, the α–β time T = k_α·α + c_β·S/β of each algorithm of the collective against the
+message size (`calc.latency`), with the measured (S, T) on it, the latency floor and
 the size S* where the bandwidth-optimal algorithm's latency and bandwidth terms are equal.
 """
 
@@ -54,7 +54,8 @@ CONTROLS = (
 OUTPUTS: dict[str, str] = {
     "algbw": "bytes_per_s",
     "busbw": "bytes_per_s",
-    "bus_factor": "ratio",
+    # exact (1,875 for 2·15/16): three digits would print 1,88 and hide the fraction
+    "bus_factor": "exact",
     "busbw_over_nvlink": "fraction",
     "busbw_over_ib": "ratio",
     "size_bytes": "bytes",
@@ -82,7 +83,21 @@ OUTPUTS: dict[str, str] = {
     "nvls_s": "seconds",
     "ring_crossover_bytes": "bytes",
     "ring_latency_fraction": "fraction",
+    # The chapter's table of circulating figures: "200 MB/s between pods" against the
+    # 100–400 Gb/s Ethernet ports of a data centre, in bytes per second, one direction.
+    "pod_claim_bytes_per_s": "bytes_per_s",
+    "ethernet_low_bytes_per_s": "bytes_per_s",
+    "ethernet_high_bytes_per_s": "bytes_per_s",
+    "ethernet_low_over_claim": "number",
+    "ethernet_high_over_claim": "number",
 }
+
+# The figure that circulates with the CS336 cluster diagram (the chapter's table): 200 MB/s.
+POD_CLAIM_BYTES_PER_S = 200e6
+# Data-centre Ethernet ports, per direction: 100 GbE (calc.hardware) and 400 GbE
+# (IEEE 802.3bs, 400 Gb/s = 50 GB/s).
+ETHERNET_LOW = INTERCONNECTS["ethernet-100g"].bytes_per_s
+ETHERNET_HIGH_BYTES_PER_S = 400e9 / 8
 
 
 def link_model(state: Mapping[str, Any]) -> dict[str, float]:
@@ -141,6 +156,11 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "nvls_s": nvls.time_s,
         "ring_crossover_bytes": lat.crossover_bytes("all_reduce", "ring", ranks=n, **link),
         "ring_latency_fraction": ring["ring"].latency_share,
+        "pod_claim_bytes_per_s": POD_CLAIM_BYTES_PER_S,
+        "ethernet_low_bytes_per_s": ETHERNET_LOW,
+        "ethernet_high_bytes_per_s": ETHERNET_HIGH_BYTES_PER_S,
+        "ethernet_low_over_claim": ETHERNET_LOW / POD_CLAIM_BYTES_PER_S,
+        "ethernet_high_over_claim": ETHERNET_HIGH_BYTES_PER_S / POD_CLAIM_BYTES_PER_S,
     }
 
 
@@ -165,7 +185,7 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     formula = FACTOR_TEXT.get(op, "(n − 1)/n")
     cards = stat_cards([(output_label(NAME, k, loc), k, v[k], OUTPUTS[k]) for k in
                         ("algbw", "busbw", "bus_factor", "busbw_over_nvlink")], loc)
-    factor = loc.sig(v["bus_factor"])  # a plain number: "× 1,75", not "× 1,75×"
+    factor = loc.exact(v["bus_factor"])  # as the card shows it: 1,875
     common = dict(op=op_name, ranks=f["ranks"], size=f["size_bytes"], time=f["time_s"], algbw=f["algbw"],
                   busbw=f["busbw"], factor=factor, formula=formula,
                   factor_eq=factor if op in ROOT_OPS else f"{formula} = {factor}",
@@ -334,7 +354,7 @@ def _model_svg(state: Mapping[str, Any], v: Mapping[str, float], curves: list, l
 def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str], formula: str,
            curves: list, loc: FineLocale) -> str:
     L = lambda key, **kw: loc.t(f"bandwidth.figure.{key}", **kw)  # noqa: E731
-    factor = loc.sig(v["bus_factor"])
+    factor = loc.exact(v["bus_factor"])
     heading = L("heading")
     desc = " ".join((
         L("desc", algbw=f["algbw"], busbw=f["busbw"], nvlink=f["nvlink_bytes_per_s"], ib=f["ib_bytes_per_s"]),

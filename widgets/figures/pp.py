@@ -214,13 +214,21 @@ def _plan(state: Mapping[str, Any], p: int, schedule: str, v: Mapping[str, float
           loc: Locale) -> str:
     """Whether the state per GPU fits the machine's GPU and, for the schedules of the
     (p − 1)/(v·m + p − 1) formula, the micro-batches a bubble target needs."""
-    machine = loc.t(f"pp.controls.machine.options.{state['machine']}")
+    machine = machine_name(state["machine"], loc)
     text = loc.h("pp.fit_yes" if v["fits"] else "pp.fit_no", state=f["state_per_gpu_bytes"],
                  gpu=f["gpu_memory_bytes"], machine=machine)
     if schedule not in SPLIT and p > 1:
         text = _join(text, loc.h("pp.target", target=f["bubble_target"], need=f["target_microbatches"],
                                  p=loc.integer(p)), loc)
     return text
+
+
+def machine_name(machine: str, loc: Locale) -> str:
+    """The machine as a sentence names it: a DGX by its name, the book's own machine in
+    lower case ("mesin ilustratif buku"), not as the option label that opens a menu line."""
+    if machine == "book":
+        return loc.t("pp.book_machine")
+    return loc.t(f"pp.controls.machine.options.{machine}")
 
 
 def _join(first: str, second: str, loc: Locale) -> str:
@@ -247,7 +255,9 @@ def _sentence_split(p: int, m: int, schedule: str, v: Mapping[str, float], f: Ma
         clause = loc.t(f"pp.{key}_same", idle_formula=f["bubble_units_formula"])
     else:
         clause = loc.t("pp.split_differs", idle_formula=f["bubble_units_formula"], need=loc.integer(need))
-    return loc.h(f"pp.sentence_{key}", clause=clause, **units, **common)
+    # ZB-H2 with no idle unit (m ≥ 2p − 1 here) says so in words, not as "0 units".
+    none = schedule == "zb-h2" and abs(v["bubble_units"]) < 1e-9
+    return loc.h(f"pp.sentence_{key}_none" if none else f"pp.sentence_{key}", clause=clause, **units, **common)
 
 
 # -- the figure -------------------------------------------------------------------------
@@ -427,7 +437,7 @@ def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple
     act_desc = L("activations_desc", peaks=", ".join(loc.number(x) for x in summary.peak_in_flight), m=loc.integer(m))
     act_note = L(f"activations_{schedule.replace('-', '_')}", m=loc.integer(m), p=loc.integer(p),
                  v=loc.integer(chunks), peak=f["in_flight_max"])
-    machine_name = loc.t(f"pp.controls.machine.options.{machine}")
+    machine_text = machine_name(machine, loc)
     plan_heading = L("plan")
     plan_desc = L("plan_desc", bubble=f["bubble"], target=f["bubble_target"], state=f["state_per_gpu_bytes"],
                   gpu=f["gpu_memory_bytes"])
@@ -443,6 +453,6 @@ def figure(model: Any, p: int, m: int, schedule: str, chunks: int, events: tuple
         f'{_activations_svg(p, m, summary, loc, act_heading, act_desc)}'
         f'<p class="w-pp-note">{esc(act_note)}</p>'
         f'<p class="w-fig-heading">{esc(plan_heading)}</p>'
-        f'{_plan_svg(v, f, loc, machine_name, plan_heading, plan_desc)}'
+        f'{_plan_svg(v, f, loc, machine_text, plan_heading, plan_desc)}'
         f'<p class="w-pp-note">{esc(plan_note)}</p></figure>'
     )

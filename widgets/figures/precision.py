@@ -76,7 +76,9 @@ OUTPUTS: dict[str, str] = {
     "loss_scale": "integer",
     "fp16_unscaled": "exact",
     "fp16_unscaled_error": "scientific",
-    "fp16_unscaled_error_percent": "fraction",  # the same error as a percentage, for a worked answer
+    # The same error in percent (a number, 0,0244 for 0,1 in fp16): "fraction" prints one
+    # decimal of a percent and would show an error of 2,4 × 10⁻⁴ as 0,0%.
+    "fp16_unscaled_error_percent": "scientific",
     "scaled_gradient": "exact",
     "fp16_scaled": "exact",
     "fp16_overflow": "yesno",
@@ -84,17 +86,20 @@ OUTPUTS: dict[str, str] = {
     "fp16_recovered_error": "scientific",
     "bf16_gradient": "exact",
     "bf16_gradient_error": "scientific",
-    **{f"{key}_bytes": "number" for key in RECIPE_KEYS.values()},
+    # Bytes per parameter are exact fractions (12/64 = 0,1875): "exact" shows them whole,
+    # where "number" (two decimals) would print 0,06 + 0,12 for a sum of 0,19.
+    **{f"{key}_bytes": "exact" for key in RECIPE_KEYS.values()},
     "dp": "integer",
-    "recipe_weights": "number",
-    "recipe_grads": "number",
-    "recipe_master": "number",
-    "recipe_moments": "number",
-    "recipe_optimizer": "number",
-    "recipe_total": "number",
+    "recipe_weights": "exact",
+    "recipe_grads": "exact",
+    "recipe_master": "exact",
+    "recipe_moments": "exact",
+    "recipe_optimizer": "exact",
+    "recipe_total": "exact",
     "params": "count",
+    "params_exact": "integer",  # Ψ to the parameter, so that a reader can redo 6Ψ
     "recipe_state_bytes": "bytes",
-    "recipe_unsharded": "number",
+    "recipe_unsharded": "exact",
     "recipe_unsharded_state_bytes": "bytes",
 }
 
@@ -141,7 +146,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "loss_scale": s,
         "fp16_unscaled": plain.recovered,
         "fp16_unscaled_error": plain.recovered_error,
-        "fp16_unscaled_error_percent": plain.recovered_error,
+        "fp16_unscaled_error_percent": plain.recovered_error * 100,
         "scaled_gradient": x * s,
         # An overflow stores inf; the figure says so, the number stays finite (max).
         "fp16_scaled": prec.max_finite("fp16") if scaled.overflow else scaled.scaled,
@@ -163,6 +168,7 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "recipe_optimizer": chosen.optimizer,
         "recipe_total": chosen.total,
         "params": params,
+        "params_exact": params,
         "recipe_state_bytes": prec.state_bytes(params, state["recipe"], dp=d),
         "recipe_unsharded": prec.unsharded_bytes_per_param(state["recipe"]),
         "recipe_unsharded_state_bytes": params * prec.unsharded_bytes_per_param(state["recipe"]),
@@ -192,6 +198,9 @@ def render(state: Mapping[str, Any], v: Mapping[str, float], loc: Locale) -> str
     elif v["fp16_unscaled"] == 0 and v["fp16_recovered"] != 0:
         scaling = loc.t(f"{NAME}.scaling_rescued", scale=f["loss_scale"], recovered=f["fp16_recovered"],
                         error=f["fp16_recovered_error"])
+    elif v["fp16_unscaled_error"] == v["fp16_recovered_error"]:  # λ = 2^k leaves a normal value as it was
+        scaling = loc.t(f"{NAME}.scaling_same", scale=f["loss_scale"], error=f["fp16_unscaled_error"],
+                        bf16=f["bf16_gradient_error"])
     else:
         scaling = loc.t(f"{NAME}.scaling", scale=f["loss_scale"], unscaled=f["fp16_unscaled_error"],
                         scaled=f["fp16_recovered_error"], bf16=f["bf16_gradient_error"])

@@ -3,10 +3,11 @@
 Each MLP and attention block is split over t GPUs (columns, then rows); four
 all-reduces per layer (two forward, two backward) sum the partial results.
 
-The figure draws one MLP block as Megatron's Fig. 3a: X times the first matrix split
-into t column blocks (one colour per GPU), the activation kept local, times the
-second matrix split into t row blocks, t partial sums, one all-reduce over the chosen
-link, the output Z on every GPU. Below it, one layer's all-reduce time over NVLink and
+The figure draws one MLP block as Megatron's Fig. 3a: the input H times the first
+matrix W_u split into t column blocks (one colour per GPU), the activation Y kept local,
+times the second matrix W_d split into t row blocks, t partial sums, one all-reduce over
+the chosen link, the output Z on every GPU. (Megatron writes X, A, B; the book keeps X
+for a GPU's FLOP/s and B for the global batch, hence H, W_u, W_d.) Below it, one layer's all-reduce time over NVLink and
 over the network against its compute time. Every number comes from `calc`.
 
 The machine (calc.hardware.MACHINES) sets X and both links: by default the seed's
@@ -46,12 +47,15 @@ OUTPUTS: dict[str, str] = {
     "comm_time": "seconds",
     "compute_time": "seconds",
     "comm_over_compute": "ratio",
+    # The same ratio as a percentage, whose format keeps three digits (10,0%, not 0,1×).
+    "comm_share_of_compute": "fraction",
     "comm_time_nvlink": "seconds",
     "comm_time_network": "seconds",
     "link_bytes_per_s": "bytes_per_s",
     # The worked examples' steps: the message S = 2sbh, the ring factor 2(t−1)/t, the
     # bytes sent in messages, 4 × 2(t−1)/t, the shape and the heads of the model, the
     # machine's figures, and how many times NVLink outruns the network.
+    "params": "integer",  # Ψ, exact, so that 16Ψ/t can be checked by hand
     "message_bytes": "bytes",
     "all_reduces_per_layer": "integer",
     "ring_factor": "number",
@@ -97,8 +101,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         "comm_time": comm,
         "compute_time": work,
         "comm_over_compute": comm / work,
+        "comm_share_of_compute": comm / work,
         **{f"comm_time_{key}": tensor.comm_seconds(sent, betas[key]) for key in LINK_KEYS},
         "link_bytes_per_s": beta,
+        "params": params,
         "message_bytes": tensor.message_bytes(hidden=model.hidden, seq_len=model.seq_len),
         "all_reduces_per_layer": tensor.ALL_REDUCES_PER_LAYER,
         "ring_factor": bus_factor("all_reduce", t),
@@ -157,8 +163,13 @@ def _arrow(x1: float, x2: float, y: float, cls: str = "w-tp-arrow") -> str:
             f'<path class="{cls} w-tp-head" d="M{num(x2)} {num(y)}l-5 -3.5v7z"/>')
 
 
-def _label(x: float, name: str, note: str, cls: str = "w-fig-tick") -> str:
-    text = f'<text class="w-fig-value" x="{num(x)}" y="94" text-anchor="middle">{esc(name)}</text>'
+def _label(x: float, name: str, note: str, cls: str = "w-fig-tick", sub: str = "") -> str:
+    """A matrix's name under it (with an optional subscript, W_u) and a note below that."""
+    if sub:
+        name_html = f'{esc(name)}<tspan class="w-tp-sub" dy="3" font-size="8.5">{esc(sub)}</tspan>'
+    else:
+        name_html = esc(name)
+    text = f'<text class="w-fig-value" x="{num(x)}" y="94" text-anchor="middle">{name_html}</text>'
     if note:
         text += f'<text class="{cls}" x="{num(x)}" y="107" text-anchor="middle">{esc(note)}</text>'
     return text
@@ -180,22 +191,23 @@ def _blocks(x: float, y: float, w: float, h: float, t: int, columns: bool, digit
 
 
 def _mlp_svg(t: int, link: str, loc: Locale, title: str, desc: str) -> str:
-    """X → A in t column blocks → local activation → B in t row blocks → partial sums →
-    all-reduce Σ over the link → Z (Shoeybi et al. 2019, Fig. 3a)."""
+    """H → W_u in t column blocks → local activation Y → W_d in t row blocks → partial
+    sums → all-reduce Σ over the link → Z (Shoeybi et al. 2019, Fig. 3a, where the input
+    is X and the matrices A and B)."""
     L = lambda key, **kw: loc.t(f"tp.figure.{key}", **kw)  # noqa: E731
     parts = [
-        # X: the input, the same on every GPU
+        # H: the input, the same on every GPU
         f'<rect class="w-tp-rep" x="2" y="{MID - 20}" width="26" height="40"/>',
         f'<text class="w-tp-op" x="36" y="{MID + 4}" text-anchor="middle">×</text>',
-        _blocks(44, MID - 20, 60, 40, t, columns=True, digits=True),  # A: h × 4h, by columns
+        _blocks(44, MID - 20, 60, 40, t, columns=True, digits=True),  # W_u: h × d_ff, by columns
         _arrow(107, 121, MID),
-        _blocks(124, MID - 20, 48, 40, t, columns=True, digits=False),  # Y = act(XA_i), local
+        _blocks(124, MID - 20, 48, 40, t, columns=True, digits=False),  # Y = act(H W_u,i), local
         f'<text class="w-tp-op" x="180" y="{MID + 4}" text-anchor="middle">×</text>',
-        _blocks(188, MID - 35, 36, 70, t, columns=False, digits=True),  # B: 4h × h, by rows
-        _label(15, "X", L("input")),
-        _label(74, "A", L("columns") if t > 1 else L("whole")),
+        _blocks(188, MID - 35, 36, 70, t, columns=False, digits=True),  # W_d: d_ff × h, by rows
+        _label(15, "H", L("input")),
+        _label(74, "W", L("columns") if t > 1 else L("whole"), sub="u"),
         _label(148, "Y", L("local")),
-        _label(206, "B", L("rows") if t > 1 else L("whole")),
+        _label(206, "W", L("rows") if t > 1 else L("whole"), sub="d"),
     ]
     if t == 1:  # one GPU computes Z whole: nothing to exchange
         parts.append(_arrow(227, 346, MID))

@@ -57,7 +57,9 @@ class Range:
 
     def samples(self, rng: random.Random) -> float | int:
         steps = round((self.hi - self.lo) / self.step)
-        value = self.lo + rng.randint(0, steps) * self.step
+        # Rounded to the step's grid, so a sample is a value the slider itself can hold
+        # (0.01 + 14 × 0.01 is 0.15000000000000002 in binary, the slider's 0.15).
+        value = round(self.lo + rng.randint(0, steps) * self.step, 10)
         return int(round(value)) if self.integer else value
 
 
