@@ -293,3 +293,32 @@ def test_per_layer_bytes_agree_with_calc_for_random_states() -> None:
             hidden=model.hidden, heads=model.heads, seq_len=int(st["seq_len"]), micro_batch=st["micro_batch"],
             tp=int(st["tp"]), sequence_parallel=st["sp"], recompute=st["recompute"])
         assert v["total_per_gpu_bytes"] == v["state_per_gpu_bytes"] + v["activation_bytes"]
+
+
+def test_the_chapter_says_which_configurations_fit() -> None:
+    """docs/{id,zh}/activation-memory.md say in words whether a configuration fits
+    ("tidak muat" / "放不下"); these are the states the sentences describe. A failure
+    names the sentence to reword."""
+    failures: list[str] = []
+
+    def claim(text: str, state: dict[str, str], fits: bool) -> None:
+        if bool(values(**state)["fits"]) != fits:
+            failures.append(text)
+
+    claim("Contoh 1: Llama 2 7B, no parallelism, does not fit", {}, False)
+    claim("Contoh 1: with t = 8 it fits", {"tp": "8"}, True)
+    gpt3 = {"model": "gpt3-175b", "seq_len": "2048", "tp": "8", "pp": "8"}
+    claim("Contoh 2: GPT-3 175B, t = p = 8, TP only, does not fit", gpt3, False)
+    claim("Contoh 2: with SP and selective recomputation it fits", {**gpt3, "sp": "1", "recompute": "selective"}, True)
+    claim("Latihan 4: Llama 2 70B, t = 8, p = 4, full recomputation, fits",
+          {"model": "llama2-70b", "tp": "8", "pp": "4", "recompute": "full"}, True)
+    assert failures == [], failures
+
+    # Contoh 3: "Recomputation penuh memberi ... activation, lebih besar" than SP + selective.
+    long = {"seq_len": "32768", "tp": "8", "sp": "1"}
+    selective = values(**long, recompute="selective")
+    full = values(**long, recompute="full")
+    assert full["activation_bytes"] > selective["activation_bytes"]
+    assert full["total_per_gpu_bytes"] > selective["total_per_gpu_bytes"]
+    # Contoh 1: the total without parallelism is "jauh" (here: over twice) the GPU's memory.
+    assert values()["total_per_gpu_bytes"] > 2 * values()["gpu_memory_bytes"]

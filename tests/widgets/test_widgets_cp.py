@@ -507,3 +507,49 @@ def test_only_the_books_own_machine_is_called_illustrative(lang: str) -> None:
         assert len(named) == 2 and all(mark not in title and name in title for title in named), (machine, named)
         gb = locale(lang).format("bytes_per_s", MACHINES[machine].network_bytes_per_s)
         assert gb in named[0]  # the link is named with the machine's β
+
+
+def test_the_chapter_says_in_words_what_the_flags_compute() -> None:
+    """docs/{id,zh}/context-parallelism.md says "sudah muat", "tidak muat", "tersembunyi",
+    "tidak lagi tersembunyi" and "tidak menunggu sama sekali" in words next to the macros
+    (no yes/no output or a bare 0 s in prose); each sentence's state must still give it."""
+    failures: list[str] = []
+
+    def claim(text: str, ok: bool) -> None:
+        if not ok:
+            failures.append(text)
+
+    def v(**state: str) -> dict[str, float]:
+        return evaluate("cp", state)[1]
+
+    d = v()
+    claim("default (8B, 128K, cp = 8, NVLink): the transfer hides and 73 GB fit (ring, widget, Contoh 1)",
+          d["transfer_hidden"] == 1 and d["fits"] == 1 and d["memory_per_gpu_bytes"] <= d["gpu_memory_bytes"])
+    claim("cp = 4 does not fit any more (widget, Contoh 1)", v(cp="4")["fits"] == 0)
+    b200 = v(link="network", machine="dgx-b200")
+    claim("DGX B200 over the network: no longer hidden, every layer waits",
+          b200["transfer_hidden"] == 0 and b200["ring_exposed_time_layer"] > 0)
+    big = v(model="llama3.1-405b", cp="16", link="network")
+    claim("405B, cp = 16, network: hidden in both passes (Contoh 2)",
+          big["transfer_hidden"] == 1 and big["ring_step_transfer_time"] <= big["ring_step_compute_time"]
+          and big["ring_step_backward_transfer_time"] <= big["ring_step_backward_compute_time"])
+    claim("405B, cp = 16: Ulysses impossible (widget)", v(model="llama3.1-405b", cp="16")["ulysses_possible"] == 0)
+    net = v(link="network")
+    claim("8B, cp = 8, network: the ring does not wait at all (Contoh 3)",
+          net["ring_exposed_time_layer"] == 0 and net["transfer_hidden"] == 1)
+    short = v(link="network", seq_len="8192", cp="32")
+    claim("8K on cp = 32 over the network: below the threshold, GPUs wait (widget)",
+          short["tokens_per_gpu"] < short["min_block_tokens"] and short["transfer_hidden"] == 0)
+    seventy = v(model="llama3.1-70b", cp="16")
+    claim("70B, cp = 16: does not fit (Latihan 1)",
+          seventy["fits"] == 0 and seventy["memory_per_gpu_bytes"] > seventy["gpu_memory_bytes"])
+    small = v(model="llama3.1-70b", seq_len="8192", cp="16", link="network")
+    claim("70B, 8K, cp = 16, network: below the threshold, no longer hidden, waits (Latihan 3)",
+          small["tokens_per_gpu"] < small["min_block_tokens"] and small["transfer_hidden"] == 0
+          and small["ring_exposed_time_layer"] > 0)
+    gqa = v(seq_len="65536", cp="32", link="network")
+    mha = v(model="llama2-7b", seq_len="65536", cp="32", link="network")
+    claim("64K on cp = 32 over the network: Llama 2 7B waits, Llama 3.1 8B not at all (Latihan 6)",
+          mha["ring_exposed_time_layer"] > 0 and gqa["ring_exposed_time_layer"] == 0
+          and gqa["tokens_per_gpu"] >= gqa["min_block_tokens"])
+    assert not failures, "sentences of context-parallelism.md no longer true:\n" + "\n".join(failures)

@@ -143,3 +143,28 @@ def test_only_the_books_own_machine_is_called_illustrative(lang: str) -> None:
     heading = re.compile(r'<title id="w-dp-time-t">([^<]*)</title>')
     assert mark in heading.search(book).group(1)
     assert mark not in heading.search(h100).group(1) and "DGX H100" in heading.search(h100).group(1)
+
+
+def test_the_chapter_says_in_words_that_the_state_does_not_fit() -> None:
+    """docs/{id,zh}/data-parallelism.md say in words, not with the `fits` flag, that plain
+    data parallelism never fits Llama 2 7B or 70B in the illustrative 80 GB GPU, and that
+    the communication-to-compute ratio is the same for both. A failure names the sentence."""
+    failures: list[str] = []
+
+    def claim(text: str, ok: bool) -> None:
+        if not ok:
+            failures.append(text)
+
+    def v(**kw: object) -> dict[str, float]:
+        return evaluate("dp", {k: str(x) for k, x in kw.items()})[1]
+
+    claim("Contoh 1 / 例 1: 7B does not fit, whatever the number of GPUs",
+          all(v(gpus=n)["fits"] == 0 for n in GPU_COUNTS))
+    seventy = v(gpus=32, model="llama2-70b")
+    claim("Latihan 3 / 练习 3: 70B on 32 GPUs does not fit, far above the GPU's memory",
+          seventy["fits"] == 0 and seventy["state_per_gpu_bytes"] > 10 * seventy["gpu_memory_bytes"])
+    loc = locale("zh")
+    claim("zh: on 64 GPUs the ratio of 7B and 70B is the same (都是 …)",
+          format_value("dp", "comm_over_compute", {"gpus": "64"}, loc)
+          == format_value("dp", "comm_over_compute", {"gpus": "64", "model": "llama2-70b"}, loc))
+    assert not failures, "sentences of data-parallelism.md no longer true:\n" + "\n".join(failures)

@@ -180,7 +180,7 @@ def test_a_bad_fence_is_refused_with_the_line_to_fix(body: str, message: str, of
         ("answer: dp.nothing", "widget dp has no output 'nothing'"),
         ("answer: dp.comm_time gpus=1000\nunit: s", "errors.range"),
         ("answer: dp.comm_time\nunit: GB", "dp.comm_time is a seconds value; unit 'GB' does not measure it"),
-        ("answer: why.state_bytes\nunit: s", "use `B`, `KB`, `MB`, `GB`, `TB`"),
+        ("answer: why.state_bytes\nunit: s", "use `B`, `KB`, `kB`, `MB`, `GB`, `TB`"),
         ("answer: dp.fits", "unit 'none' does not measure it"),
         ("answer: dp.comm_time\nunit: s\ntolerance: 0", "tolerance 0 (exact) but the answer is"),
     ],

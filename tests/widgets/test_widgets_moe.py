@@ -431,3 +431,17 @@ def test_only_the_books_own_machine_is_called_illustrative(lang: str, ident: str
         assert mark not in title and name in title
     h100 = heading.search(html_of({"machine": "dgx-h100"}, lang)).group(1)
     assert ("989 TFLOP/s" in h100) == (ident == "time") and ("80 GB" in h100) == (ident == "mem")
+
+
+def test_the_chapter_says_in_words_what_the_fits_flag_computes() -> None:
+    """docs/{id,zh}/mixture-of-experts.md says "tidak muat" / "放不下" in words next to the
+    byte macros (Contoh 1 at ep = 8, Latihan 4 at ep = 4) and "muat" on a DGX H200."""
+    for state in ({"ep": "8"}, {"ep": "4"}):
+        v = evaluate("moe", state)[1]
+        assert v["fits"] == 0 and v["state_per_gpu_bytes"] > v["gpu_memory_bytes"], state
+    h200 = evaluate("moe", {"machine": "dgx-h200"})[1]
+    assert h200["fits"] == 1
+    # DeepSeek-V3: the rest of the model alone is beyond one GPU whatever ep is
+    for ep in ("8", "64"):
+        v = evaluate("moe", {"model": "deepseek-v3", "ep": ep})[1]
+        assert v["rest_state_per_gpu_bytes"] > v["gpu_memory_bytes"] and v["fits"] == 0, ep

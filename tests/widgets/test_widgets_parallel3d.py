@@ -325,3 +325,37 @@ def test_the_worked_solutions_steps_multiply_back(state: dict[str, Any]) -> None
     assert v["ideal_train_time"] * v["bubble_stretch"] == pytest.approx(v["train_time"], rel=1e-12)
     params = param_count(MODELS[state["model"]])
     assert v["bytes_per_param"] * params / v["model_parallel"] == pytest.approx(v["state_per_gpu_bytes"], rel=1e-12)
+
+
+def test_the_chapter_says_what_fits_and_what_is_equal() -> None:
+    """docs/{id,zh}/3d-parallelism.md (and key-ideas.md section 9) state in words facts
+    the widgets compute: which layouts do not fit, that the two Llama 3 phases hold the
+    same activations, and why the planner's time for the 8 × 4 × 8 layout exceeds this
+    widget's. A failure names the sentence to reword."""
+    failures: list[str] = []
+
+    def claim(text: str, ok: bool) -> None:
+        if not ok:
+            failures.append(text)
+
+    p = lambda **kw: evaluate("parallel3d", {k: str(x) for k, x in kw.items()})[1]  # noqa: E731
+    runs = lambda run: evaluate("runs", {"run": run})[1]  # noqa: E731
+    claim("Contoh 2: Llama 2 70B with TP only, no PP, no ZeRO, does not fit on one GPU",
+          p(model="llama2-70b", pp_on=0, zero_on=0)["fits"] == 0)
+    claim("Contoh 2: Llama 2 70B at 8 x 4 x 8 fits with room for activations",
+          p(model="llama2-70b")["fits"] == 1)
+    claim("Latihan 3: GPT-3 175B, d = 16, without ZeRO, does not fit",
+          p(model="gpt3-175b", dp=16, zero_on=0)["fits"] == 0)
+    short, long = runs("llama3-405b-8k"), runs("llama3-405b-128k")
+    claim("Latihan 7: both Llama 3 phases hold the same activations per GPU ('sama-sama', '都是')",
+          short["activation_bytes"] == long["activation_bytes"])
+    claim("Lima dimensi, 1: same training state at 8K and 128K, activations raise the 128K total",
+          short["state_after_dp"] == long["state_after_dp"]
+          and long["memory_after_dp"] > short["memory_after_dp"] > long["gpu_memory_bytes"])
+    claim("Lima dimensi: the widget's default run is the 128K one",
+          evaluate("runs", {})[1]["seq_len"] == long["seq_len"] == 131072 and short["seq_len"] == 8192)
+    plan = evaluate("planner", {})[1]
+    claim("key-ideas 9: the planner's time for 8 x 4 x 8 is longer than this widget's (attention FLOPs, comm)",
+          (plan["ref_tp"], plan["ref_pp"], plan["ref_dp"]) == (8, 4, 8)
+          and plan["ref_time"] > p()["train_time"] and plan["ideal_time"] > p()["ideal_train_time"])
+    assert failures == [], failures

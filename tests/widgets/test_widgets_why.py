@@ -127,3 +127,15 @@ def test_realistic_companion_counts_attention_at_the_chosen_mfu() -> None:
     assert half["mfu_time_64"] == pytest.approx(2 * v["mfu_time_64"])
     _, h100 = evaluate("why", {"gpu": "h100-sxm"})
     assert v["mfu_time_1"] / h100["mfu_time_1"] == pytest.approx(989 / 312)
+
+
+def test_the_chapter_compares_the_reported_gpu_hours_in_gpu_years() -> None:
+    """docs/{id,zh}/why-distributed-training.md: Touvron et al. 2023 (Table 2) report
+    184,320 A100 hours for Llama 2 7B; in one GPU's time that is hours / (24 · 365.25)
+    years, longer than the chapter's own estimate (time_1), as the page says."""
+    _, v = evaluate("why", {})
+    assert v["llama2_7b_gpu_hours"] == 184_320
+    assert v["llama2_7b_gpu_time"] / (365.25 * 86400) == pytest.approx(184_320 / (24 * 365.25))
+    assert v["llama2_7b_gpu_time"] > v["time_1"]
+    assert format_value("why", "llama2_7b_gpu_time", {}, locale("id")).endswith("tahun")
+    assert format_value("why", "llama2_7b_gpu_time", {}, locale("zh")).endswith("年")

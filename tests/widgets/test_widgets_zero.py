@@ -280,3 +280,44 @@ def test_the_machine_sets_the_memory_the_state_must_fit_and_the_pcie_of_offload(
     offloaded = {**state, "stage": "2", "offload": "optimizer"}
     a100, h100 = (evaluate("zero", {**offloaded, "machine": m})[1] for m in ("dgx-a100", "dgx-h100"))
     assert a100["pcie_bytes"] == h100["pcie_bytes"] and a100["pcie_time"] == 2 * h100["pcie_time"]
+
+
+def test_the_chapter_says_in_words_whether_the_state_fits() -> None:
+    """docs/{id,zh}/zero.md say in words, not with the `fits` flag, whether a run's state
+    fits and how much room it leaves for activations. A failure names the sentence to
+    reword."""
+    failures: list[str] = []
+
+    def claim(text: str, ok: bool) -> None:
+        if not ok:
+            failures.append(text)
+
+    def v(**kw: object) -> dict[str, float]:
+        return evaluate("zero", {k: str(x) for k, x in kw.items()})[1]
+
+    def room(x: dict[str, float]) -> float:
+        return (x["gpu_memory_bytes"] - x["state_per_gpu_bytes"]) / x["gpu_memory_bytes"]
+
+    claim("zh box: the default (7B, 8 GPUs, ZeRO-1) already fits one GPU", v()["fits"] == 1)
+    seventy = dict(model="llama2-70b", stage=3)
+    claim("id Contoh 1: 70B ZeRO-3 on d = 8 does not fit yet", v(**seventy, gpus=8)["fits"] == 0)
+    d16 = v(**seventy, gpus=16)
+    claim("id Contoh 1: d = 16 fits, hardly any room left (under 15%)", d16["fits"] == 1 and room(d16) < 0.15)
+    claim("id Contoh 1: d = 32 leaves more than half the GPU", room(v(**seventy, gpus=32)) > 0.5)
+    h200, b200 = (v(**seventy, gpus=8, machine=m) for m in ("dgx-h200", "dgx-b200"))
+    claim("Contoh 1 / 练习 3: on a DGX H200, d = 8 fits but the memory is nearly full (under 5% left)",
+          h200["fits"] == 1 and room(h200) < 0.05)
+    claim("Contoh 1 / 练习 3: a DGX B200 leaves ample room for activations (over 20%)",
+          b200["fits"] == 1 and room(b200) > 0.2)
+    thirteen = v(model="llama2-13b", stage=1, gpus=8)
+    claim("id Contoh 2 / zh 例 3: 13B ZeRO-1 on 8 GPUs fits with little room (under 15%)",
+          thirteen["fits"] == 1 and room(thirteen) < 0.15)
+    claim("Latihan / 练习 3: 70B ZeRO-3 fits on 14 GPUs, not on 13",
+          v(**seventy, gpus=14)["fits"] == 1 and v(**seventy, gpus=13)["fits"] == 0)
+    sixty_four = {s: v(model="llama2-70b", stage=s, gpus=64) for s in (1, 2, 3)}
+    claim("zh 例 2: on 64 GPUs only ZeRO-3 fits 70B",
+          (sixty_four[1]["fits"], sixty_four[2]["fits"], sixty_four[3]["fits"]) == (0, 0, 1))
+    gpt3 = v(model="gpt3-175b", stage=3, gpus=64)
+    claim("GPT-3 exercise: ZeRO-3 on 64 GPUs fits, less than half the GPU left",
+          gpt3["fits"] == 1 and room(gpt3) < 0.5)
+    assert not failures, "sentences of zero.md no longer true:\n" + "\n".join(failures)

@@ -18,7 +18,7 @@ from calc.hardware import DEFAULT_GPU, GPUS
 from calc.memory import StateBytes
 from calc.precision import recipe_bytes
 from calc.models import MODELS, param_count
-from calc.utilization import model_flops_over_6n, model_flops_per_token
+from calc.utilization import LLAMA2_GPU_HOURS, model_flops_over_6n, model_flops_per_token
 
 from ..framework.html import details_table, esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
@@ -73,6 +73,9 @@ OUTPUTS: dict[str, str] = {
     **{f"gpus_{n}": "integer" for n in GPU_COUNTS},
     "int4_bytes_per_param": "number",
     "qlora_gpu_memory_bytes": "bytes",
+    # The Llama 2 7B run as Touvron et al. 2023 report it (Table 2), to check 6ND against.
+    "llama2_7b_gpu_hours": "integer",
+    "llama2_7b_gpu_time": "seconds",
     # One layer's activations when the sequence doubles (calc.activations.longer_sequence).
     "score_factor": "number",
     "longer_score_factor": "number",
@@ -123,6 +126,10 @@ def compute(state: Mapping[str, Any]) -> dict[str, float]:
         **{f"gpus_{n}": n for n in GPU_COUNTS},
         "int4_bytes_per_param": INT4_BYTES_PER_PARAM,
         "qlora_gpu_memory_bytes": QLORA_GPU_MEMORY_BYTES,
+        # The reported GPU hours as one GPU's time in seconds: shown in GPU-years
+        # (Locale.seconds: a Julian year of 365.25 days), hours / (24 · 365.25).
+        "llama2_7b_gpu_hours": LLAMA2_GPU_HOURS["llama2-7b"],
+        "llama2_7b_gpu_time": LLAMA2_GPU_HOURS["llama2-7b"] * 3600.0,
     }
     longer = longer_sequence(hidden=model.hidden, heads=model.heads, seq_len=model.seq_len)
     values.update({

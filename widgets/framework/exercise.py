@@ -47,6 +47,7 @@ class Unit:
 UNITS: dict[str, Unit] = {
     "B": Unit(1.0, ("bytes",)),
     "KB": Unit(1e3, ("bytes",)),
+    "kB": Unit(1e3, ("bytes",)),  # SI kilobyte, as the pages write it
     "MB": Unit(1e6, ("bytes",)),
     "GB": Unit(1e9, ("bytes",)),
     "TB": Unit(1e12, ("bytes",)),
