@@ -17,7 +17,7 @@ LANGS = {"id": "", "zh": "zh/"}
 #: The reader's unit -> SI base units per one of it, written out again here (not taken
 #: from widgets.framework.exercise) so that a wrong scale there cannot pass unnoticed.
 SCALE = {
-    "": 1, "x": 1, "%": 0.01, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+    "": 1, "x": 1, "%": 0.01, "B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
     "s": 1, "ms": 1e-3, "min": 60, "h": 3600, "days": 86400,
     "FLOP": 1, "PFLOP": 1e15, "EFLOP": 1e18, "ZFLOP": 1e21, "TFLOP/s": 1e12, "GB/s": 1e9,
 }
