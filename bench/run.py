@@ -52,10 +52,11 @@ BARE_PAGE = """<!doctype html><meta charset="utf-8"><title>bare Pyodide boot</ti
 <script type="module" src="bare.js"></script><body></body>"""
 BARE_SCRIPT = """const worker = new Worker(new URL("bare-worker.js", location.href), {type: "module"});
 worker.onmessage = () => { document.body.dataset.ready = "1"; };
-worker.postMessage({indexURL: new URL("../assets/pyodide/VERSION/", location.href).href});"""
+worker.postMessage({indexURL: new URL("../assets/pyodide/VERSION/", location.href).href,
+                    stdLibURL: new URL("../assets/pyodide/VERSION/STDLIB", location.href).href});"""
 BARE_WORKER = """self.onmessage = async (e) => {
   const { loadPyodide } = await import(new URL("pyodide.mjs", e.data.indexURL).href);
-  const py = await loadPyodide({ indexURL: e.data.indexURL, stdout: () => {}, stderr: () => {} });
+  const py = await loadPyodide({ indexURL: e.data.indexURL, stdLibURL: e.data.stdLibURL, stdout: () => {}, stderr: () => {} });
   py.runPython("1 + 1");
   self.postMessage("ready");
 };"""
@@ -90,7 +91,9 @@ def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
     bench_dir.mkdir(exist_ok=True)
     version = next((site / "assets" / "pyodide").iterdir()).name  # the pinned version's folder
     (bench_dir / "index.html").write_text(BARE_PAGE, encoding="utf-8")
-    (bench_dir / "bare.js").write_text(BARE_SCRIPT.replace("VERSION", version), encoding="utf-8")
+    # The bare boot loads the same files as the book: the trimmed standard library too.
+    stdlib = next((site / "assets" / "pyodide" / version).glob("python_stdlib-*.zip")).name
+    (bench_dir / "bare.js").write_text(BARE_SCRIPT.replace("VERSION", version).replace("STDLIB", stdlib), encoding="utf-8")
     (bench_dir / "bare-worker.js").write_text(BARE_WORKER, encoding="utf-8")
 
     # Bytes per article page before the runtime (fresh context: nothing cached).

@@ -1,13 +1,21 @@
 """Serve the built site over http with the MIME types Pyodide needs, optionally under a
 sub-path (to prove the site works from any static host). Used by `make serve` and tests.
 
+Like nginx's `gzip_static`/`brotli_static`, it sends the build's precompressed copy of a
+file (`<file>.br`, `<file>.gz`, `widgets/build/compress.py`) to a client whose
+Accept-Encoding allows it (`Content-Encoding`, the original's Content-Type), and
+`Vary: Accept-Encoding` with every file that has such a copy. No Range requests.
+
     python tools/serve.py [--dir site] [--port 8000] [--prefix /book/]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import email.utils
 import functools
+import os
 import posixpath
 import sys
 import threading
@@ -27,7 +35,40 @@ MIME = {
     ".css": "text/css",
     ".svg": "image/svg+xml",
     ".html": "text/html; charset=utf-8",
+    # A compressed copy asked for by its own name is bytes, never the original's type
+    # without its Content-Encoding (Python's mimetypes would say text/xml for x.xml.gz).
+    ".gz": "application/gzip",
+    ".br": "application/octet-stream",
 }
+ENCODINGS = {"br": ".br", "gzip": ".gz"}  # preferred first, as widgets/build/compress.py writes them
+
+
+def accepted_encodings(header: str | None) -> list[str]:
+    """The content codings of ENCODINGS that an Accept-Encoding header allows, best first
+    (by q-value, then br before gzip). No header means identity only; `q=0` refuses a
+    coding; `*` stands for every coding the header does not name."""
+    if not header:
+        return []
+    weights: dict[str, float] = {}
+    for item in header.split(","):
+        name, *params = (part.strip() for part in item.split(";"))
+        if not name:
+            continue
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value.strip())
+                except ValueError:
+                    q = 0.0
+        name = name.lower()
+        weights[name] = q
+        if name == "x-gzip":  # RFC 9110, 8.4.1.3: the same coding as gzip
+            weights.setdefault("gzip", q)
+    wildcard = weights.get("*", 0.0)
+    ranked = [(weights.get(name, wildcard), -order, name) for order, name in enumerate(ENCODINGS)]
+    return [name for q, _, name in sorted(ranked, reverse=True) if q > 0]
 
 
 class Handler(SimpleHTTPRequestHandler):
@@ -36,6 +77,11 @@ class Handler(SimpleHTTPRequestHandler):
     rules: list = []  # from the site's `_headers` file (CSP, caching), as a host would
 
     status = 200
+    vary = False  # this response's file has a compressed copy
+
+    def parse_request(self) -> bool:
+        self.vary = False  # per request, also when an error answers it before send_head
+        return super().parse_request()
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self.status = code
@@ -50,7 +96,56 @@ class Handler(SimpleHTTPRequestHandler):
             headers = {**{k: v for k, v in headers.items() if k.lower() != "cache-control"}, "Cache-Control": "no-store"}
         for name, value in headers.items():
             self.send_header(name, value)
+        if self.vary:
+            self.send_header("Vary", "Accept-Encoding")
         super().end_headers()
+
+    def send_head(self):  # type: ignore[no-untyped-def]
+        """The compressed copy of the file when one exists and the client accepts it;
+        otherwise the standard handling (directories, redirects, 404, the file itself)."""
+        self.vary = False
+        path = self.translate_path(self.path)
+        if os.path.isdir(path) and self.path.split("?", 1)[0].split("#", 1)[0].endswith("/"):
+            path = os.path.join(path, "index.html")
+        copies = {name: path + suffix for name, suffix in ENCODINGS.items() if os.path.isfile(path + suffix)}
+        if not copies or not os.path.isfile(path):
+            return super().send_head()
+        self.vary = True
+        encoding = next((name for name in accepted_encodings(self.headers.get("Accept-Encoding")) if name in copies), None)
+        if encoding is None:
+            return super().send_head()  # the file itself, with Vary
+        f = open(copies[encoding], "rb")
+        try:
+            modified = os.stat(path).st_mtime
+            if self.not_modified(modified):
+                self.send_response(304)
+                self.end_headers()
+                f.close()
+                return None
+            self.send_response(200)
+            self.send_header("Content-type", self.guess_type(path))
+            self.send_header("Content-Encoding", encoding)
+            self.send_header("Content-Length", str(os.fstat(f.fileno()).st_size))
+            self.send_header("Last-Modified", self.date_time_string(modified))
+            self.end_headers()
+            return f
+        except BaseException:
+            f.close()
+            raise
+
+    def not_modified(self, mtime: float) -> bool:
+        """If-Modified-Since as SimpleHTTPRequestHandler.send_head checks it."""
+        if "If-Modified-Since" not in self.headers or "If-None-Match" in self.headers:
+            return False
+        try:
+            since = email.utils.parsedate_to_datetime(self.headers["If-Modified-Since"])
+        except (TypeError, IndexError, OverflowError, ValueError):
+            return False
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=datetime.timezone.utc)
+        if since.tzinfo is not datetime.timezone.utc:
+            return False
+        return datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc).replace(microsecond=0) <= since
 
     def translate_path(self, path: str) -> str:
         clean = path.split("?", 1)[0].split("#", 1)[0]

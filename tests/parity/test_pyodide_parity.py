@@ -51,12 +51,15 @@ def exercise_checks(site: Path) -> list[dict]:
 
 
 def run_in_pyodide(site: Path | None, folder: Path) -> dict[str, Any]:
-    """The Node run of every request (widgets and exercises) against the site's wheel;
+    """The Node run of every request (widgets and exercises) against the site's wheel and
+    its trimmed standard library;
     the requests are kept in `folder`/requests.json for the test."""
     assert site is not None, "the parity run needs the built site"
     wheel = next((site / "assets" / "wheels").glob("*/*.whl"))
     (folder / "requests.json").write_text(json.dumps(requests() + exercise_checks(site)), encoding="utf-8")
-    return {"args": ["node", str(HERE / "pyodide_run.mjs"), str(wheel), str(site / "assets" / "i18n")],
+    # The standard library the site ships: trimmed to what the widgets import.
+    stdlib = next((site / "assets" / "pyodide").glob("*/python_stdlib-*.zip"))
+    return {"args": ["node", str(HERE / "pyodide_run.mjs"), str(wheel), str(site / "assets" / "i18n"), str(stdlib)],
             "stdin": folder / "requests.json"}
 
 
@@ -70,6 +73,7 @@ def test_pyodide_replies_equal_native_replies(built_site: Path, early: Any) -> N
     assert len([r for r in sent if "typed" in r]) >= 4 * 3 * 9 * 2  # >= 3 exercises in each of 9 chapters, 2 languages
     answer = json.loads(result.stdout)
     assert answer["python"].startswith("3.14")
+    assert answer["trimmed"] is True  # the replies below come from the site's trimmed standard library
     assert len(answer["replies"]) == len(sent)
     for request, reply in zip(sent, answer["replies"]):
         loc = locale(request["lang"])

@@ -1,6 +1,7 @@
 """The HTTP headers the built site needs, written next to it for the static host.
 
-* `_headers` (Netlify / Cloudflare Pages format) and `nginx.conf.example`;
+* `_headers` (Netlify / Cloudflare Pages format) and `nginx.conf.example`, which also say
+  how a host serves the precompressed `.br`/`.gz` copies (`widgets/build/compress.py`);
 * a Content-Security-Policy with no 'unsafe-inline' and no 'unsafe-eval': scripts only
   from the site itself plus the SHA-256 of each inline script the theme writes, and
   'wasm-unsafe-eval' so that Pyodide can compile WebAssembly;
@@ -104,7 +105,11 @@ CACHE_RULES = (
 def write_headers(site: Path) -> str:
     """Write `_headers` and `nginx.conf.example`; returns the policy."""
     csp = content_security_policy(site)
-    lines = ["/*", f"  Content-Security-Policy: {csp}", "  X-Content-Type-Options: nosniff",
+    lines = ["# Netlify / Cloudflare Pages: these hosts compress responses themselves (Brotli or gzip,",
+             "# negotiated per request), so nothing here asks for it; the build's .br/.gz",
+             "# copies beside the large files are for nginx (gzip_static, brotli_static) and",
+             "# tools/serve.py, and are harmless here: no page links to them.",
+             "/*", f"  Content-Security-Policy: {csp}", "  X-Content-Type-Options: nosniff",
              "  Referrer-Policy: no-referrer", f"  Cache-Control: {REVALIDATE}", ""]
     for pattern, value in CACHE_RULES:
         lines += [pattern, f"  Cache-Control: {value}", ""]
@@ -113,6 +118,9 @@ def write_headers(site: Path) -> str:
         "# Include in the server block that serves the built site (any sub-path works).",
         "types { application/wasm wasm; text/javascript mjs; }",
         "gzip on; gzip_types text/css text/javascript application/javascript application/json application/wasm image/svg+xml;",
+        "# The build writes <file>.br and <file>.gz beside every large file: serve them as they are",
+        "# with `gzip_static on; brotli_static on; gzip_vary on;` (brotli_static needs the ngx_brotli",
+        "# module); the source tree's nginx.conf.example is a whole server block that does.",
         f'add_header Content-Security-Policy "{csp}" always;',
         'add_header X-Content-Type-Options "nosniff" always;',
         'add_header Referrer-Policy "no-referrer" always;',
@@ -127,7 +135,7 @@ def parse_headers_file(text: str) -> list[tuple[str, dict[str, str]]]:
     """The rules of a `_headers` file: (path pattern, headers) in order."""
     rules: list[tuple[str, dict[str, str]]] = []
     for line in text.splitlines():
-        if not line.strip():
+        if not line.strip() or line.lstrip().startswith("#"):  # a comment, as the hosts read it
             continue
         if not line[0].isspace():
             rules.append((line.strip(), {}))

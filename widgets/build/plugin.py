@@ -241,6 +241,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             "lang": lang,
             "wheel": f"{root}{self._wheel_path()}",
             "pyodide": f"{root}{self._pyodide_path()}",
+            "stdlib": f"{root}{self._pyodide_path()}{self._stdlib().name}",
             "stallTimeoutMs": self.config.stall_timeout_ms,
             "files": self._runtime_files(),
             "strings": {**{k: loc.t(f"runtime.{k}") for k in ("loading", "progress", "error")},
@@ -270,7 +271,10 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
                 if old != pyodide_dir:
                     shutil.rmtree(old) if old.is_dir() else old.unlink()
         for name in PYODIDE_FILES:
-            _copy(pyodide / name, pyodide_dir / name)
+            if name != "python_stdlib.zip":  # the site ships the trimmed one instead
+                _copy(pyodide / name, pyodide_dir / name)
+        stdlib = self._stdlib()
+        _copy(stdlib, pyodide_dir / stdlib.name)
         wheel, rel = self._wheel()
         wheels = root / "assets" / "wheels"
         if wheels.exists():
@@ -292,6 +296,10 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             write_headers(root)
         except UnknownScript as error:
             raise PluginError(str(error)) from None
+        # After every file is final: the .br/.gz copies that hosts serve as they are.
+        from .compress import compress_site
+
+        compress_site(root, PROJECT / "build" / "compress-cache")
 
     # -- helpers ---------------------------------------------------------------------------
     def _i18n(self, config: Any) -> Any:
@@ -339,7 +347,9 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         """The files the runtime downloads with their sizes in bytes, so the page can show
         how much has arrived: Pyodide's wasm, standard library and lock file, the wheel."""
         pyodide = PROJECT / self.config.pyodide_dir
-        files = {name: (pyodide / name).stat().st_size for name in ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")}
+        files = {name: (pyodide / name).stat().st_size for name in ("pyodide.asm.wasm", "pyodide-lock.json")}
+        stdlib = self._stdlib()
+        files[stdlib.name] = stdlib.stat().st_size
         wheel, _ = self._wheel()
         files[wheel.name] = wheel.stat().st_size
         return files
@@ -360,6 +370,23 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             digest = hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
             self._wheel_rel = (wheel, f"assets/wheels/{digest}/{wheel.name}")
         return self._wheel_rel
+
+    def _stdlib(self) -> Path:
+        """Pyodide's standard library trimmed to what the widgets import (traced and
+        verified in Pyodide under Node; `widgets.build.stdlib`), once per build."""
+        if getattr(self, "_stdlib_zip", None) is None:
+            from i18n.export import export_json
+
+            from .stdlib import StdlibError, trimmed_stdlib
+
+            wheel, _ = self._wheel()
+            with tempfile.TemporaryDirectory(prefix="dtbook-strings-") as tmp:
+                export_json(PROJECT / self.config.i18n_dir, Path(tmp))
+                try:
+                    self._stdlib_zip = trimmed_stdlib(PROJECT / self.config.pyodide_dir, wheel, Path(tmp))
+                except StdlibError as error:
+                    raise PluginError(f"trimmed standard library: {error}") from error
+        return self._stdlib_zip
 
     def _wheel_path(self) -> str:
         return self._wheel()[1]

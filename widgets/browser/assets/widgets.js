@@ -242,6 +242,7 @@ function boot() {
       type: "boot",
       indexURL: new URL(config.pyodide, document.baseURI).href,
       wheel: new URL(config.wheel, document.baseURI).href,
+      stdlib: new URL(config.stdlib, document.baseURI).href,
       strings: new URL(`../i18n/${config.lang}.json`, import.meta.url).href,
       files: config.files,
       lang: config.lang,

@@ -103,14 +103,16 @@ async function fetchOk(url, kind) {
 // first chapter left in the browser's Cache Storage (Pyodide's `_makeSnapshot` /
 // `_loadSnapshot`): the snapshot holds CPython already started with the widget modules
 // imported, so a boot skips most of Pyodide's start (~2 s → ~0.5 s). It is local only
-// (~31 MB, never downloaded), keyed by the Pyodide folder and the wheel's URL (both carry
+// (~31 MB, never downloaded), keyed by the Pyodide folder, the wheel's and the standard library's URLs (all carry
 // a version or hash), replaced when either changes, and any failure falls back to a
 // normal boot. The file system is not in the snapshot: the wheel is unpacked again.
 const SNAPSHOTS = "dtbook-pyodide-snapshots";
 const SAVE_AFTER_MS = 1500; // after the first renders, while the reader reads
 
 function snapshotKey(message) {
-  return new URL(`snapshot?wheel=${encodeURIComponent(new URL(message.wheel).pathname)}`, message.indexURL).href;
+  const wheel = encodeURIComponent(new URL(message.wheel).pathname);
+  const stdlib = encodeURIComponent(new URL(message.stdlib).pathname);
+  return new URL(`snapshot?wheel=${wheel}&stdlib=${stdlib}`, message.indexURL).href;
 }
 
 async function readSnapshot(key) {
@@ -146,7 +148,8 @@ async function boot(message) {
   const key = snapshotKey(message);
   const saved = readSnapshot(key);
   const { loadPyodide } = await import(new URL("pyodide.mjs", message.indexURL).href);
-  const options = { indexURL: message.indexURL, stdout: () => {}, stderr: () => {} };
+  // The standard library trimmed at build time to the modules the widgets import.
+  const options = { indexURL: message.indexURL, stdLibURL: message.stdlib, stdout: () => {}, stderr: () => {} };
   const snapshot = await saved;
   let pyodide = null;
   if (snapshot) {
