@@ -139,6 +139,20 @@ def test_with_javascript_the_controls_answer_before_python_is_there(page: Any, s
     assert not page.locator(f"{ROOT} .w-noscript").is_visible()
 
 
+def test_a_first_view_fetches_no_search_index_and_a_search_result_still_highlights(page: Any, site_url: str) -> None:
+    # widgets/build/lazysearch.py: the index (0.2–0.3 MB) waits for the search box, or for a
+    # page opened from a search result, whose terms (?h=) are then marked.
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url) if "search_index" in r.url else None)
+    page.goto(site_url + CHAPTER["id"])
+    page.wait_for_load_state("networkidle")
+    assert fetched == []
+    page.goto(site_url + CHAPTER["id"].split("#")[0] + "?h=optimizer")
+    page.wait_for_selector("article mark", timeout=30_000)
+    assert "optimizer" in page.locator("article mark").first.inner_text().lower()
+    assert any(url.endswith("search/search_index.json") for url in fetched)
+
+
 def test_chinese_search_finds_chinese_pages(page: Any, site_url: str) -> None:
     # Material's lunr index is built when the search box is first used, not with every page
     # (widgets/build/lazysearch.py); searching must still work and use the page language's index.
