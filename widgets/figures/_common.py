@@ -28,6 +28,11 @@ RECIPE = Choice("recipe", SHARDED_RECIPES, "zero-paper")
 MACHINE = Choice("machine", tuple(MACHINES), DEFAULT_MACHINE)
 
 
+def machine_label(widget: str, machine: str, loc: Locale) -> str:
+    """The preset's name as the widget's machine control shows it ("DGX H100")."""
+    return loc.t(f"{widget}.controls.machine.options.{machine}")
+
+
 def recipe_args(state: Mapping[str, Any]) -> dict[str, float]:
     """The state's recipe as calc's ``grad_bytes`` and ``optimizer_bytes`` (K)."""
     parts = recipe_bytes(state["recipe"])

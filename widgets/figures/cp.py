@@ -40,7 +40,7 @@ from calc.models import MODELS, RECENT_MODELS, param_count
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, NumberChoice
-from ._common import MACHINE, all_values_table, output_label
+from ._common import MACHINE, machine_label, all_values_table, output_label
 
 NAME = "cp"
 LINK_KEYS = ("nvlink", "network")
@@ -251,10 +251,6 @@ def _link_name(state: Mapping[str, Any], loc: Locale) -> str:
     """The chosen link with its β on the state's machine: "NVLink 450 GB/s"."""
     link = state["link"]
     return loc.t(f"cp.figure.link_{link}", bandwidth=loc.format("bytes_per_s", link_bandwidths(state)[link]))
-
-
-def _machine_name(state: Mapping[str, Any], loc: Locale) -> str:
-    return loc.t(f"cp.controls.machine.options.{state['machine']}")
 
 
 def _sentence(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str], loc: Locale) -> str:
@@ -566,7 +562,7 @@ def figure(state: Mapping[str, Any], v: Mapping[str, float], f: Mapping[str, str
     machine = state["machine"]
     # Only the book's own machine is illustrative; a preset is a real DGX and is named.
     on = "" if machine == "book" else "_machine"
-    machine_name = _machine_name(state, loc)
+    machine_name = machine_label("cp", state["machine"], loc)
 
     config = L("config", model=model.name, h=loc.integer(model.hidden), a=loc.integer(model.heads),
                kv=loc.integer(model.kv_heads), layers=loc.integer(model.layers))

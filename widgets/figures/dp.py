@@ -18,7 +18,7 @@ from calc.hardware import get_machine
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Range
-from ._common import MACHINE, MODEL, all_values_table, model_params, output_label
+from ._common import MACHINE, machine_label, MODEL, all_values_table, model_params, output_label
 
 NAME = "dp"
 
@@ -253,7 +253,7 @@ def figure(n: int, v: Mapping[str, float], f: Mapping[str, str], loc: Locale, ma
     # Only the book's own machine is illustrative; a preset is a real DGX and is named.
     time_heading = (loc.t("dp.figure.time", gpu_flops=f["gpu_flops"], bandwidth=f["link_bytes_per_s"])
                     if machine == "book" else
-                    loc.t("dp.figure.time_machine", machine=loc.t(f"dp.controls.machine.options.{machine}"),
+                    loc.t("dp.figure.time_machine", machine=machine_label("dp", machine, loc),
                           gpu_flops=f["gpu_flops"], bandwidth=f["link_bytes_per_s"]))
     time_desc = loc.t("dp.figure.time_desc", compute=f["compute_time"], comm=f["comm_time"])
     time_svg = _bars_svg("w-dp-time", [

@@ -44,7 +44,7 @@ from calc.models import RECENT_MODELS, active_param_count, expert_param_count, p
 from ..framework.html import esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, NumberChoice, Range
-from ._common import MACHINE, all_values_table, output_label
+from ._common import MACHINE, machine_label, all_values_table, output_label
 from .hardware import join_sentences
 
 NAME = "moe"
@@ -643,7 +643,7 @@ def figure(model: Any, state: Mapping[str, Any], routes: tuple[tuple[int, ...], 
 
     # Only the book's own machine is illustrative; a preset is a real DGX and is named.
     machine = state["machine"]
-    machine_name = loc.t(f"moe.controls.machine.options.{machine}")
+    machine_name = machine_label("moe", machine, loc)
     time_heading = (L("time", seq=f["tokens_per_gpu"], ep=I(d), gpu_flops=f["gpu_flops"]) if machine == "book" else
                     L("time_machine", seq=f["tokens_per_gpu"], ep=I(d), gpu_flops=f["gpu_flops"], machine=machine_name))
     time_desc = L("time_desc", compute=f["expert_compute_time"], nvlink=f["all_to_all_time_nvlink"],

@@ -36,7 +36,7 @@ from calc.pipeline import ScheduleSummary, simulate_schedule, summarize_schedule
 from ..framework.html import esc, line_label, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice, Range
-from ._common import MACHINE, MODEL, all_values_table, model_params, output_label
+from ._common import MACHINE, machine_label, MODEL, all_values_table, model_params, output_label
 
 NAME = "pp"
 FWD, BWD = 1, 2  # time units of a forward and a backward pass (backward = 2 × forward)
@@ -228,7 +228,7 @@ def machine_name(machine: str, loc: Locale) -> str:
     lower case ("mesin ilustratif buku"), not as the option label that opens a menu line."""
     if machine == "book":
         return loc.t("pp.book_machine")
-    return loc.t(f"pp.controls.machine.options.{machine}")
+    return machine_label("pp", machine, loc)
 
 
 def _join(first: str, second: str, loc: Locale) -> str:

@@ -27,7 +27,7 @@ from calc.models import layer_param_count
 from ..framework.html import esc, num, stat_cards, svg
 from ..framework.locale import Locale
 from ..framework.spec import Choice
-from ._common import MACHINE, MODEL, all_values_table, model_params, output_label
+from ._common import MACHINE, machine_label, MODEL, all_values_table, model_params, output_label
 
 NAME = "tp"
 LINK_KEYS = ("nvlink", "network")
@@ -286,7 +286,7 @@ def figure(t: int, link: str, machine: str, v: Mapping[str, float], f: Mapping[s
     # Only the book's own machine is illustrative; a preset is a real DGX and is named.
     time_heading = (L("time", seq=seq, gpu_flops=f["gpu_flops"]) if machine == "book" else
                     L("time_machine", seq=seq, gpu_flops=f["gpu_flops"],
-                      machine=loc.t(f"tp.controls.machine.options.{machine}")))
+                      machine=machine_label("tp", machine, loc)))
     time_desc = L("time_desc", compute=f["compute_time"], nvlink=f["comm_time_nvlink"],
                   network=f["comm_time_network"])
     note = L("note", count=loc.integer(tensor.ALL_REDUCES_PER_LAYER))
