@@ -12,6 +12,11 @@
   server, same browser, same run); both read inside the page, from navigation start;
 * next chapter: the same first-live time for a second chapter opened in the same visit,
   once the first has stored its Python memory snapshot (informative, no target);
+* first visit: a cold-cache visit of chapter 1 as `tools/serve.py` sends it to a browser
+  that accepts br/gzip (bytes of the response bodies, number of responses, time to the
+  live widget), at full speed and over links emulated by Chromium (DevTools protocol
+  `Network.emulateNetworkConditions`: 20 Mbit/s with 40 ms round trips, 5 Mbit/s with
+  150 ms), then the next chapter of the same visit;
 * input latency: from a slider's input event to the applied update (the revision
   change), p50 and p95 over N moves;
 * planner: on the planner page, from setting `gpus` to 1,024 to the applied update
@@ -19,8 +24,9 @@
   Pyodide), median of N runs, each from a state the worker has not cached.
 
 Targets: ratio <= 1.15, p95 <= 16 ms, article page <= 300 KB before the runtime,
-build <= 20 s; planner at 1,024 GPUs <= 1 s. `--quick` uses fewer
-repetitions (for `make test`).
+build <= 20 s; planner at 1,024 GPUs <= 1 s; a first visit <= 4.0 MB, live on the 20 Mbit/s
+link in <= 1.5x its unthrottled time. `--quick` uses fewer repetitions and leaves out the
+5 Mbit/s link (for `make test`).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ RUNTIME_PARTS = ("/assets/pyodide/", "/assets/wheels/", "/assets/i18n/", "/asset
 CHAPTER = "why-distributed-training/"
 NEXT_CHAPTER = "zero/#zero.gpus=16"  # the next chapter of the same visit (boots at once)
 PLANNER_PAGE = "plan-your-run/"
+# Emulated links of a first visit: (name, Mbit/s, round trip in ms); None = full speed.
+LINKS = (("unthrottled", None), ("20 Mbit/s, 40 ms", (20, 40)), ("5 Mbit/s, 150 ms", (5, 150)))
 ARTICLES = ("why-distributed-training/", "zero/", "pipeline-parallelism/", "zh/why-distributed-training/")
 
 # The bare page's script is a file, not inline, so it runs under the site's CSP too.
@@ -75,6 +83,8 @@ def runtime_bytes(site: Path) -> tuple[int, int]:
              *(site / "assets" / "i18n").glob("*.json"), site / "assets" / "widgets" / "worker.js"]
     # A visitor fetches one language's strings; the lock file is fetched too.
     files = [f for f in files if not (f.parent.name == "i18n" and f.stem != "id")]
+    # The build's compressed copies are another form of the same files, not more of them.
+    files = [f for f in files if f.suffix not in (".br", ".gz")]
     raw = sum(f.stat().st_size for f in files)
     zipped = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
     return raw, zipped
@@ -85,7 +95,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
+def measure(browser, base: str, site: Path, runs: int, moves: int, links=LINKS) -> dict:
     """All browser figures, with `browser` (Playwright) and the site served at `base`."""
     bench_dir = site / "bench-bare"
     bench_dir.mkdir(exist_ok=True)
@@ -151,8 +161,72 @@ def measure(browser, base: str, site: Path, runs: int, moves: int) -> dict:
     latencies = page.evaluate(LATENCY_JS, moves)
     context.close()
     planner = planner_latency(browser, base, site, runs)
+    visits = first_visit(browser, site, max(1, runs // 3), links)
     return {"page_kb": page_kb, "page_kb_gzip": page_kb_gzip, "bare_s": bare, "live_s": live, "revisit_s": revisit,
-            "latency_ms": latencies, "planner_ms": planner}
+            "latency_ms": latencies, "planner_ms": planner, "first_visit": visits}
+
+
+def first_visit(browser, site: Path, runs: int, links=LINKS) -> dict[str, list[dict]]:
+    """Cold-cache visits of chapter 1, then the next chapter, over each link in `links`;
+    per link a list of {"bytes", "responses", "live_s", "next_bytes", "next_live_s"}.
+
+    The links take turns run by run, so a slow spell of the host touches all of them. The
+    bytes are what the server sent (response bodies, compressed where the browser accepts
+    it) from navigation until the widget is live and the page's network is idle; the next
+    chapter is opened once the first has stored its memory snapshot. Chromium applies a
+    page's emulated link to its dedicated worker's fetches too (Pyodide's files): a 5 Mbit/s
+    visit takes twice as long as a full-speed one, which it could not if the wasm came fast."""
+    from serve import start
+
+    server, base = start(site, "/")
+    out: dict[str, list[dict]] = {name: [] for name, _ in links}
+    try:
+        for _ in range(runs):
+            for name, shape in links:
+                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                context.add_init_script(FIRST_LIVE_JS)
+                page = context.new_page()
+                if shape:
+                    mbit, rtt_ms = shape
+                    cdp = context.new_cdp_session(page)
+                    cdp.send("Network.enable")
+                    cdp.send("Network.emulateNetworkConditions", {
+                        "offline": False, "latency": rtt_ms,
+                        "downloadThroughput": mbit * 1e6 / 8, "uploadThroughput": mbit * 1e6 / 8})
+                server.reset_counts()
+                live = first_live_s(page, base + CHAPTER + "#why.tokens=2000000000000")
+                page.wait_for_load_state("networkidle")
+                sent, responses = server.reset_counts()
+                deadline = time.monotonic() + 60
+                while not page.evaluate(SNAPSHOT_STORED) and time.monotonic() < deadline:
+                    page.wait_for_timeout(100)
+                server.reset_counts()
+                next_live = first_live_s(page, base + NEXT_CHAPTER)
+                page.wait_for_load_state("networkidle")
+                next_sent, _ = server.reset_counts()
+                out[name].append({"bytes": sent, "responses": responses, "live_s": live,
+                                  "next_bytes": next_sent, "next_live_s": next_live})
+                context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return out
+
+
+def first_visit_table(visits: dict[str, list[dict]]) -> str:
+    """Medians per link, and the ratio of each link's first-live time to full speed."""
+    full = statistics.median(v["live_s"] for v in visits["unthrottled"]) if visits.get("unthrottled") else None
+    lines = ["first visit (chapter 1, cold cache) | MB on the wire | responses | live (s) | x unthrottled | next chapter: MB, live (s)",
+             "-----------------------------------|----------------|-----------|----------|---------------|---------------------------"]
+    for name, runs in visits.items():
+        live = statistics.median(v["live_s"] for v in runs)
+        ratio = f"{live / full:.2f}" if full else ""
+        lines.append(f"{name} ({len(runs)} runs) | {statistics.median(v['bytes'] for v in runs) / 1e6:.3f} | "
+                     f"{statistics.median(v['responses'] for v in runs):.0f} | {live:.2f} | {ratio} | "
+                     f"{statistics.median(v['next_bytes'] for v in runs) / 1e6:.3f}, "
+                     f"{statistics.median(v['next_live_s'] for v in runs):.2f}")
+    lines.append("targets: <= 4.0 MB; 20 Mbit/s, 40 ms: <= 1.5 x unthrottled")
+    return "\n".join(lines)
 
 
 def first_live_s(page, url: str) -> float:
@@ -265,6 +339,8 @@ def table(figures: dict, build_s: float, raw: int, zipped: int) -> str:
     width = max(len(r[0]) for r in rows)
     lines = [f"{'measure'.ljust(width)} | value | target", f"{'-' * width}-|-------|-------"]
     lines += [f"{name.ljust(width)} | {value} | {target}" for name, value, target in rows]
+    if figures.get("first_visit"):
+        lines += ["", first_visit_table(figures["first_visit"])]
     return "\n".join(lines)
 
 
@@ -290,7 +366,7 @@ def main() -> None:
         server, base = start(site, "/")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            figures = measure(browser, base, site, runs, moves)
+            figures = measure(browser, base, site, runs, moves, LINKS[:2] if args.quick else LINKS)
             browser.close()
         server.shutdown()
         server.server_close()

@@ -6,6 +6,9 @@ file (`<file>.br`, `<file>.gz`, `widgets/build/compress.py`) to a client whose
 Accept-Encoding allows it (`Content-Encoding`, the original's Content-Type), and
 `Vary: Accept-Encoding` with every file that has such a copy. No Range requests.
 
+It counts the response bodies it sends (`Server.reset_counts`: the bench's bytes on the
+wire).
+
     python tools/serve.py [--dir site] [--port 8000] [--prefix /book/]
 """
 
@@ -72,6 +75,12 @@ def accepted_encodings(header: str | None) -> list[str]:
 
 
 class Handler(SimpleHTTPRequestHandler):
+    # Keep-alive, as every real host: a page's requests share a few connections, which
+    # matters on an emulated slow link (a new connection costs a round trip).
+    protocol_version = "HTTP/1.1"
+    # No Nagle: on a kept-alive connection a body's last small piece would otherwise wait
+    # for the client's delayed ACK (40 ms per response).
+    disable_nagle_algorithm = True
     prefix = "/"
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
     rules: list = []  # from the site's `_headers` file (CSP, caching), as a host would
@@ -82,6 +91,14 @@ class Handler(SimpleHTTPRequestHandler):
     def parse_request(self) -> bool:
         self.vary = False  # per request, also when an error answers it before send_head
         return super().parse_request()
+
+    def copyfile(self, source, outputfile) -> None:  # type: ignore[no-untyped-def]
+        """The body, counted (`Server.sent`) before each piece goes out, so that a client
+        that has read a body never sees a count without it."""
+        self.server.count(0, bodies=1)  # type: ignore[attr-defined]
+        while chunk := source.read(64 * 1024):
+            self.server.count(len(chunk))  # type: ignore[attr-defined]
+            outputfile.write(chunk)
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self.status = code
@@ -157,6 +174,7 @@ class Handler(SimpleHTTPRequestHandler):
         if self.prefix != "/" and self.path.rstrip("/") + "/" == self.prefix and not self.path.endswith("/"):
             self.send_response(301)
             self.send_header("Location", self.prefix)
+            self.send_header("Content-Length", "0")
             self.end_headers()
             return
         super().do_GET()
@@ -166,20 +184,41 @@ class Handler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(directory: str | Path, port: int = 0, prefix: str = "/", verbose: bool = False) -> ThreadingHTTPServer:
+class Server(ThreadingHTTPServer):
+    """Counts the response bodies it sends (`sent` bytes in `responses` bodies), for the
+    bench's bytes on the wire."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler, verbose: bool = False) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(address, handler)
+        self.verbose = verbose
+        self.sent = self.responses = 0
+        self._count_lock = threading.Lock()
+
+    def count(self, size: int, bodies: int = 0) -> None:
+        with self._count_lock:
+            self.sent += size
+            self.responses += bodies
+
+    def reset_counts(self) -> tuple[int, int]:
+        """The (bytes, responses) counted so far; starts counting again from zero."""
+        with self._count_lock:
+            counts, self.sent, self.responses = (self.sent, self.responses), 0, 0
+        return counts
+
+
+def make_server(directory: str | Path, port: int = 0, prefix: str = "/", verbose: bool = False) -> Server:
     """A server on 127.0.0.1 (port 0 = any free port); call serve_forever() or start().
     The site's `_headers` file, if any, is applied (Content-Security-Policy, caching)."""
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
     headers_file = Path(directory) / "_headers"
     rules = parse_headers_file(headers_file.read_text(encoding="utf-8")) if headers_file.is_file() else []
     handler = functools.partial(type("PrefixedHandler", (Handler,), {"prefix": prefix, "rules": rules}), directory=str(directory))
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.verbose = verbose  # type: ignore[attr-defined]
-    server.daemon_threads = True
-    return server
+    return Server(("127.0.0.1", port), handler, verbose)
 
 
-def start(directory: str | Path, prefix: str = "/") -> tuple[ThreadingHTTPServer, str]:
+def start(directory: str | Path, prefix: str = "/") -> tuple[Server, str]:
     """Serve in a background thread; returns the server and the site's base URL."""
     server = make_server(directory, 0, prefix)
     threading.Thread(target=server.serve_forever, daemon=True).start()
