@@ -27,6 +27,10 @@ to its book. How:
    of the same commit gives the same bytes.
 6. `--cache DIR` keeps each PDF under the hash of everything it is printed from, so an
    unchanged book is copied instead of printed (`make serve` rebuilds the site each time).
+7. The home pages' link to the PDF is built `hidden` (`make build` writes no PDF, and a
+   link to none would be dead): once the PDFs exist, every hidden paragraph of the built
+   pages whose `.pdf` link reaches a non-empty file is shown (`show_pdf_links`), and the
+   page's `.br`/`.gz` copies are written again.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ TAG = re.compile(r"<[^>]+>")
 ID_LIST_ATTRS = ("id", "for", "aria-labelledby", "aria-describedby", "aria-controls", "aria-owns", "headers")
 ATTR = re.compile(r'(?P<lead>\s)(?P<name>%s|href|src)="(?P<value>[^"]*)"' % "|".join(ID_LIST_ATTRS))
 EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
+SCREEN_ONLY = re.compile(r'<p\b[^>]*\bclass="(?:[^"]*\s)?w-print-hide[\s"][^>]*>.*?</p>', re.S)
+PARAGRAPH = re.compile(r"<p\b(?P<attrs>[^>]*)>(?P<body>.*?)</p>", re.S)
+ATTRIBUTE = re.compile(r"""\s+(?P<name>[^\s=/>]+)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?""")
+PDF_HREF = re.compile(r'\shref="(?P<href>[^"#?]+\.pdf)"', re.I)
 PLACEHOLDER = "000"  # the first print's page numbers, as wide as the real ones
 PAGE_MARGINS_MM = (20, 17)  # top and bottom, left and right (A4: 210 mm wide)
 CONTENT_WIDTH_MM = 210 - 2 * PAGE_MARGINS_MM[1]
@@ -268,7 +276,9 @@ def rewrite(chapter: Chapter, chapters: dict[str, Chapter], book_path: str) -> s
         # src: rebase onto the book's location so images still load
         return f'{lead}{name}="{html.escape(posixpath.relpath(target, posixpath.dirname(book_path) or "."))}"'
 
-    body = HEADERLINK.sub("", chapter.body)
+    # What only the screen shows (the home page's link to this very PDF, hidden or shown)
+    # never enters the book, so the book and its cache key are the same either way.
+    body = SCREEN_ONLY.sub("", HEADERLINK.sub("", chapter.body))
     body = ATTR.sub(attr, body)
     # Open every worked solution; a widget's "all numbers" table stays closed (print.css
     # hides it): the figure and its stat cards already carry the numbers.
@@ -356,6 +366,65 @@ def book_html(site: Path, lang: Language, book_path: str) -> str:
         f'<div class="md-typeset w-book-body">{"".join(chapters_html)}</div>'
         "</body></html>"
     )
+
+
+# --- the home pages' link to the PDF ----------------------------------------------------------
+
+
+def _linked_file(site: Path, page: Path, href: str) -> Path | None:
+    """The file of the site that `href` on `page` points to (None: outside the site)."""
+    href = unquote(href)
+    target = site / href.lstrip("/") if href.startswith("/") else page.parent / href
+    target = Path(os.path.normpath(target))
+    return target if target.is_relative_to(site) else None
+
+
+def show_pdf_links(site: Path) -> list[Path]:
+    """Show every hidden paragraph of the built pages whose `.pdf` links all reach a
+    non-empty file; returns the pages changed. Their `.br`/`.gz` copies are written
+    again, or a host would go on sending the hidden version."""
+    site = Path(site).resolve()
+    changed = []
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        if ".pdf" not in text:
+            continue
+        new = PARAGRAPH.sub(lambda match: _shown(match, site, page), text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            _recompress(page)
+            changed.append(page)
+    return changed
+
+
+def _shown(paragraph: re.Match[str], site: Path, page: Path) -> str:
+    """The paragraph without its `hidden` attribute if it is hidden and every PDF it
+    links is there, else as it was."""
+    hrefs = PDF_HREF.findall(paragraph["body"])
+    hidden = any(a["name"].lower() == "hidden" for a in ATTRIBUTE.finditer(paragraph["attrs"]))
+    if not hidden or not hrefs:
+        return paragraph[0]
+    for href in hrefs:
+        target = _linked_file(site, page, href)
+        if target is None or not target.is_file() or target.stat().st_size == 0:
+            return paragraph[0]
+    attrs = ATTRIBUTE.sub(lambda a: "" if a["name"].lower() == "hidden" else a[0], paragraph["attrs"])
+    return f"<p{attrs}>{paragraph['body']}</p>"
+
+
+def _recompress(path: Path) -> None:
+    """The `.br`/`.gz` copies of a changed file, by the build's own rules
+    (`widgets/build/compress.py`): a copy only of a large file, where it is worth it."""
+    from widgets.build.compress import ENCODINGS, MIN_GAIN, MIN_SIZE, compress
+
+    data = path.read_bytes()
+    for encoding, suffix in ENCODINGS.items():
+        sibling = path.with_name(path.name + suffix)
+        out = compress(data, encoding) if len(data) >= MIN_SIZE else None
+        if out is not None and len(out) <= len(data) * (1 - MIN_GAIN):
+            sibling.write_bytes(out)
+        elif sibling.is_file():
+            sibling.unlink()
 
 
 # --- printing ----------------------------------------------------------------------------------
@@ -651,6 +720,7 @@ def make_pdfs(site: Path, out: Path, langs: list[str] | None = None, browser: An
                 continue
         todo.append((lang, target, cached))
     if not todo:
+        show_pdf_links(site)
         return results
     server, base = start(site, "/")
     playwright = own = None
@@ -682,6 +752,7 @@ def make_pdfs(site: Path, out: Path, langs: list[str] | None = None, browser: An
             playwright.stop()
         server.shutdown()
         server.server_close()
+    show_pdf_links(site)
     return results
 
 

@@ -104,6 +104,24 @@ class Handler(SimpleHTTPRequestHandler):
         self.status = code
         super().send_response(code, message)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A 404 answered with the site's own `404.html` when it has one, as Netlify,
+        Cloudflare Pages and nginx's `error_page 404 /404.html` do (the status stays 404,
+        `end_headers` makes it no-store); every other error as the standard library has it."""
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.log_error("code %d, message %s", code, message)
+        self.send_response(code, message)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", MIME[".html"])
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def end_headers(self) -> None:
         path = "/" + self.path.split("?", 1)[0].split("#", 1)[0][len(self.prefix):]
         headers = headers_for(self.rules, path)
@@ -195,6 +213,12 @@ class Server(ThreadingHTTPServer):
         self.verbose = verbose
         self.sent = self.responses = 0
         self._count_lock = threading.Lock()
+
+    def handle_error(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
+        """A browser closing a kept-alive connection is not an error worth a traceback."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
     def count(self, size: int, bodies: int = 0) -> None:
         with self._count_lock:

@@ -88,11 +88,17 @@ def wait_revision_above(page: Any, name: str, previous: int, timeout: int = 30_0
 
 
 def set_control(page: Any, name: str, control: Any, value: str) -> None:
-    """Operate one control as a reader would, then wait for the live update."""
+    """Operate one control as a reader would, then wait for the live update. A control
+    that does nothing in the current state is disabled (Python's `inactive`): a reader
+    cannot move it, and neither does this."""
     sel = f'{root(name)} [name="{control.name}"]'
+    if page.locator(sel).first.is_disabled():
+        return
     before = int(page.get_attribute(root(name), "data-revision"))
     if isinstance(control, (Range, Number)):
         element = page.locator(sel)
+        if isinstance(control, Range) and float(value) > float(element.get_attribute("max")):
+            value = element.get_attribute("max")  # the browser's slider clamps it so
         if element.input_value() == value:
             return
         element.fill(value)
@@ -144,8 +150,11 @@ READ_STATE = """(sel) => {
 
 
 def operate_by_keyboard(page: Any, name: str, control: Any) -> None:
-    """Focus the control and change it with a key, as a keyboard user would."""
+    """Focus the control and change it with a key, as a keyboard user would (not one that
+    is disabled because it does nothing in this state)."""
     sel = f'{root(name)} [name="{control.name}"]'
+    if page.locator(sel).first.is_disabled():
+        return
     before = int(page.get_attribute(root(name), "data-revision"))
     if isinstance(control, Number):  # typed: clear the field and type the other end
         element = page.locator(sel)
@@ -159,7 +168,8 @@ def operate_by_keyboard(page: Any, name: str, control: Any) -> None:
         return
     if isinstance(control, Range):
         element = page.locator(sel)
-        key = "ArrowLeft" if float(element.input_value()) >= control.hi else "ArrowRight"
+        top = float(element.get_attribute("max"))  # a slider's end may depend on the state
+        key = "ArrowLeft" if float(element.input_value()) >= top else "ArrowRight"
     elif isinstance(control, Choice) and control.radio:
         element = page.locator(f"{sel}:checked")
         last = page.locator(sel).last.is_checked()

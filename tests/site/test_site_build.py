@@ -44,7 +44,7 @@ def test_each_language_describes_itself_in_its_own_language(built_site: Path) ->
 
 def test_indonesian_chapter_has_the_numbers_before_any_script_runs(built_site: Path) -> None:
     html = before_scripts(page(built_site, "id"))
-    widget = re.search(r'<div class="w-widget".*?data-region="status"', html, re.S).group(0)
+    widget = re.search(r'<div class="w-widget".*?data-region="live"', html, re.S).group(0)
     for text in ("107,8 GB", "8,1 × 10²² FLOP", "17,1 tahun", "97,5 hari"):
         assert text in widget
     assert 'data-status="static"' in widget
@@ -52,7 +52,7 @@ def test_indonesian_chapter_has_the_numbers_before_any_script_runs(built_site: P
 
 def test_chinese_chapter_has_the_numbers_before_any_script_runs(built_site: Path) -> None:
     html = before_scripts(page(built_site, "zh"))
-    widget = re.search(r'<div class="w-widget".*?data-region="status"', html, re.S).group(0)
+    widget = re.search(r'<div class="w-widget".*?data-region="live"', html, re.S).group(0)
     for text in ("107.8 GB", "8.1 × 10²² FLOP", "17.1 年", "97.5 天"):
         assert text in widget
 

@@ -24,14 +24,18 @@ LANGS = ("id", "zh")
 @pytest.fixture(scope="module")
 def printing(built_site: Path, browser: Any) -> Iterator[tuple[dict[str, Path], list[str]]]:
     """Both books, printed where `make pdf` puts them (site/pdf/), and what the tool found
-    wrong with them; removed afterwards so the other site tests see the site exactly as
-    `mkdocs build` wrote it."""
+    wrong with them; removed afterwards, and the home pages (whose PDF link the tool
+    shows) put back, so the other site tests see the site exactly as `mkdocs build` wrote it."""
     out = built_site / "pdf"
     problems: list[str] = []
+    homes = [built_site / folder / f"index.html{suffix}" for folder in ("", "zh") for suffix in ("", ".br", ".gz")]
+    saved = {path: path.read_bytes() for path in homes if path.is_file()}
     try:
         yield pdf.make_pdfs(built_site, out, browser=browser, problems=problems), problems
     finally:
         shutil.rmtree(out, ignore_errors=True)
+        for path, data in saved.items():
+            path.write_bytes(data)
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +185,51 @@ def test_cjk_radicals_map_back_to_their_characters() -> None:
 
 
 def test_each_home_page_links_to_the_pdf_of_its_language(books: dict[str, Path], built_site: Path) -> None:
+    """Shown once the PDF is there (`mkdocs build` alone ships the link hidden), in the
+    page and in the compressed copies a host sends."""
+    import brotli
+    import gzip
+
     for lang, folder in (("id", ""), ("zh", "zh/")):
-        html = (built_site / folder / "index.html").read_text(encoding="utf-8")
+        page = built_site / folder / "index.html"
+        html = page.read_text(encoding="utf-8")
         links = re.findall(r'<a href="([^"]*\.pdf)"', html)
         assert len(links) == 1, f"{lang}: {links}"
         target = posixpath.normpath(posixpath.join(folder or ".", links[0]))
         assert (built_site / target) == books[lang], f"{lang}: the home page links {target}"
+        paragraph = re.search(r"<p\b([^>]*)>(?:(?!</p>).)*\.pdf", html, re.S)
+        assert paragraph and "hidden" not in paragraph[1], f"{lang}: the PDF link is still hidden"
+        assert gzip.decompress(page.with_name("index.html.gz").read_bytes()).decode("utf-8") == html
+        assert brotli.decompress(page.with_name("index.html.br").read_bytes()).decode("utf-8") == html
+
+
+def test_a_hidden_pdf_link_is_shown_only_when_its_file_is_there(tmp_path: Path) -> None:
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "book-id.pdf").write_bytes(b"%PDF-1.7\n")
+    (tmp_path / "pdf" / "book-zh.pdf").write_bytes(b"")  # a failed print: no link to it
+    filler = "<p>" + "Lorem ipsum dolor sit amet. " * 80 + "</p>"  # large enough for .br/.gz copies
+    home = (f'{filler}<p class="w-print-hide" hidden>Unduh <a href="pdf/book-id.pdf">PDF</a>.</p>'
+            '<p hidden>Tidak ada <a href="pdf/none.pdf">PDF</a>.</p>'
+            '<p class="hidden-note" hidden="">Satu <a href="/pdf/book-id.pdf">PDF</a>.</p>')
+    (tmp_path / "index.html").write_text(home, encoding="utf-8")
+    (tmp_path / "index.html.gz").write_bytes(b"stale")
+    zh = '<p class="w-print-hide" hidden>下载 <a href="../pdf/book-zh.pdf">PDF</a>。</p>'
+    (tmp_path / "zh" / "index.html").write_text(zh, encoding="utf-8")
+    assert pdf.show_pdf_links(tmp_path) == [(tmp_path / "index.html").resolve()]
+    shown = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert shown == home.replace('"w-print-hide" hidden>', '"w-print-hide">').replace('"hidden-note" hidden="">', '"hidden-note">')
+    assert (tmp_path / "zh" / "index.html").read_text(encoding="utf-8") == zh
+    import gzip
+
+    assert gzip.decompress((tmp_path / "index.html.gz").read_bytes()).decode("utf-8") == shown
+    assert pdf.show_pdf_links(tmp_path) == []  # nothing left to show
+    # The book leaves the paragraph out, shown or hidden: the same document, the same cache key.
+    books = []
+    for body in (home, shown):
+        chapter = pdf.Chapter("home", "", "Home", None, None, body.split('<p hidden>')[0])
+        books.append(pdf.rewrite(chapter, {"": chapter}, "__book-id.html"))
+    assert books[0] == books[1] and "Lorem" in books[0] and "Unduh" not in books[0]
 
 
 def test_nothing_leaves_the_host_while_printing() -> None:

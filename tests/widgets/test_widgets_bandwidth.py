@@ -227,7 +227,23 @@ def test_model_sentence_names_the_winner_the_floor_and_the_crossover() -> None:
     assert "tercepat untuk S ini adalah recursive doubling" in tiny
     assert "paling sedikit 1,8 µs" in tiny and "S* = 2,16 MB" in tiny
     big = sentence(render_output("bandwidth", {}, locale("zh")).html)
-    assert "Rabenseifner（reduce-scatter + all-gather）是最快的 all-reduce 算法" in big and "NVLink SHARP" in big
+    assert "“Rabenseifner（reduce-scatter + all-gather）”是最快的 all-reduce 算法" in big and "NVLink SHARP" in big
+    # a name ending in Latin (Bruck) is quoted, so it never runs straight into the Chinese after it
+    a2a = sentence(render_output("bandwidth", {"op": "all_to_all", "size_bytes": "8", "time_us": "20"}, locale("zh")).html)
+    assert "“Bruck”是最快的 all-to-all 算法" in a2a and "“两两交换（pairwise）”算法花在" in a2a
+
+
+@pytest.mark.parametrize(("lang", "tiny"), [("id", "<\u00a00,1%"), ("zh", "<\u00a00.1%")])
+def test_a_latency_share_that_rounds_to_zero_is_not_printed_as_zero(lang: str, tiny: str) -> None:
+    """1 TB all-reduced in one node: the ring's latency is 2 × 10⁻⁶ of its time, not 0."""
+    state = {"size_bytes": "1e12", "time_us": "1e7"}
+    _, v = evaluate("bandwidth", state)
+    assert 0 < v["ring_latency_fraction"] < 5e-6
+    assert format_value("bandwidth", "ring_latency_fraction", state, locale(lang)) == tiny
+    html = render_output("bandwidth", state, locale(lang)).html
+    shown = tiny.replace("<", "&lt;")  # escaped in the page
+    assert f'data-out="ring_latency_fraction" data-value="{v["ring_latency_fraction"]!r}">{shown}<' in html
+    assert not re.search(r">-?0[.,]0%<", html)  # no share anywhere in the widget reads as a false zero
 
 
 def test_busbw_against_the_datasheet_figure_and_a_nodes_adapters() -> None:

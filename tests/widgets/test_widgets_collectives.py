@@ -11,7 +11,7 @@ import pytest
 
 from calc import collectives as coll
 from widgets.figures import collectives
-from widgets.framework.core import evaluate, format_value, render_output
+from widgets.framework.core import evaluate, format_value, render_output, render_widget
 from widgets.build.native import locale
 
 OPS = coll.OPS
@@ -169,11 +169,14 @@ def test_after_reduce_scatter_each_rank_holds_one_complete_chunk_and_at_the_end_
     assert complete_per_row(2 * (n - 1)) == [n] * n
 
 
-def test_a_step_past_a_small_ring_shows_its_last_step_and_says_so() -> None:
-    loc = locale("id")
-    html = html_of(ranks=2, step=14)
-    assert rows_of(panel_svg(html, "w-coll-ring")) == rows_of(panel_svg(html_of(ranks=2, step=2), "w-coll-ring"))
-    assert loc.t("collectives.figure.ring_clamped", asked="14", step="2") in html
+def test_the_step_slider_ends_at_the_rings_last_step_and_a_step_past_it_is_that_step() -> None:
+    for n in range(2, 9):
+        last = 2 * (n - 1)  # n − 1 reduce-scatter steps, n − 1 all-gather steps
+        out = render_output("collectives", {"ranks": n, "step": 14}, locale("id"))
+        assert out.limits == {"step": last} and out.state["step"] == str(last)
+        assert rows_of(panel_svg(out.html, "w-coll-ring")) == rows_of(panel_svg(html_of(ranks=n, step=last), "w-coll-ring"))
+    controls = render_widget("collectives", {"ranks": 4}, locale("zh"))
+    assert 'name="step" min="0" max="6"' in controls
 
 
 @pytest.mark.parametrize("op", [o for o in OPS if o != "all_reduce"])
@@ -184,6 +187,9 @@ def test_step_has_no_effect_except_on_all_reduce_and_a_note_says_so(op: str) -> 
         assert panel_svg(first, "w-coll-ring") is None
         label = locale(lang).t("collectives.controls.step.label")
         assert locale(lang).h("collectives.figure.step_idle", control=label) in first
+        # ... so the page disables it and leaves it out of the URL
+        assert render_output("collectives", {"op": op, "step": 3}, locale(lang)).inactive == ("step",)
+    assert render_output("collectives", {"step": 3}, locale("id")).inactive == ()
     assert figure_of(html_of(step=0)) != figure_of(html_of(step=1))
 
 

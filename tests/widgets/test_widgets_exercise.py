@@ -230,11 +230,11 @@ def text(html: str) -> str:
 @pytest.mark.parametrize(
     ("loc", "typed", "shown"),
     [
-        (ID, "0,5307", "Benar! Menurut calc, nilainya 0,5307 detik."),
-        (ID, "0.53", "Benar! Menurut calc, nilainya 0,5307 detik."),
+        (ID, "0,5307", "Benar! Menurut rumus buku ini, nilainya 0,5307 detik."),
+        (ID, "0.53", "Benar! Menurut rumus buku ini, nilainya 0,5307 detik."),
         (ID, "0,53 detik", "Benar!"),
         (ID, "530,7e-3", "Benar!"),
-        (ZH, "0.5307", "正确！calc 算出的值是 0.5307 秒。"),
+        (ZH, "0.5307", "正确！按本书的公式，结果是 0.5307 秒。"),
         (ZH, "0,53", "正确！"),
         (ZH, "0.53秒", "正确！"),
     ],
@@ -278,6 +278,88 @@ def test_an_unreadable_answer_is_invalid_with_a_localized_message(loc, typed: st
     result = check(COMM, typed, loc)
     assert result.status == "invalid"
     assert shown in text(result.html)
+
+
+def test_the_praise_names_the_books_formulas_not_a_package() -> None:
+    for loc in (ID, ZH):
+        praise = text(check(COMM, "0,5307" if loc is ID else "0.5307", loc).html)
+        assert "calc" not in praise and ("rumus buku ini" in praise or "本书的公式" in praise)
+
+
+# --- text that reads two ways: 80.860 in Indonesian, 80,860 in Chinese -------------------------
+
+
+DAYS = parse("answer: why.time_64\nunit: days")  # 97.49 days
+GPUS = parse("answer: why.gpus_1024\ntolerance: 0")  # 1024
+
+
+@pytest.mark.parametrize(
+    ("lang", "typed", "readings"),
+    [
+        ("id", "80.860", [(80860, "80860"), (80.86, "80,860")]),
+        ("id", "1.024", [(1024, "1024"), (1.024, "1,024")]),
+        ("id", "-97.490", [(-97490, "-97490"), (-97.49, "-97,490")]),
+        ("id", "１２．３４５", [(12345, "12345"), (12.345, "12,345")]),  # full-width, as typed
+        ("zh", "80,860", [(80860, "80860"), (80.86, "80.860")]),
+        ("zh", "12，345", [(12345, "12345"), (12.345, "12.345")]),
+    ],
+)
+def test_a_lone_group_mark_before_three_digits_reads_two_ways(lang: str, typed: str, readings: list) -> None:
+    found = locale(lang).readings(typed)
+    assert [(r.value, r.text) for r in found] == [(pytest.approx(v, rel=1e-15), t) for v, t in readings]
+    assert locale(lang).parse_number(typed) == found[0].value  # parse_number keeps the thousands rule
+
+
+@pytest.mark.parametrize(
+    ("lang", "typed"),
+    [("id", "80,860"), ("id", "0.860"), ("id", "1.234.567"), ("id", "80.86"), ("id", "1.500e9"), ("id", "1234.567"),
+     ("id", "1.234,5"), ("zh", "80.860"), ("zh", "1,234,567"), ("zh", "0,860"), ("zh", "80,86")],
+)
+def test_anything_else_reads_one_way(lang: str, typed: str) -> None:
+    (reading,) = locale(lang).readings(typed)
+    assert reading.value == locale(lang).parse_number(typed)
+
+
+@pytest.mark.parametrize(
+    ("ex", "loc", "typed", "shown"),
+    [
+        (DAYS, ID, "97.490", "Benar! Menurut rumus buku ini, nilainya 97,49 hari. Jawaban Anda “97.490” dibaca sebagai 97,490."),
+        (DAYS, ID, "97.500 hari", "Jawaban Anda “97.500 hari” dibaca sebagai 97,500."),
+        (DAYS, ZH, "97,490", "正确！按本书的公式，结果是 97.49 天。你填的“97,490”按 97.490 理解。"),
+        (GPUS, ID, "1.024", "Benar! Menurut rumus buku ini, nilainya 1.024. Jawaban Anda “1.024” dibaca sebagai 1024."),
+        (GPUS, ZH, "1,024", "你填的“1,024”按 1024 理解。"),
+    ],
+)
+def test_text_read_two_ways_is_right_if_exactly_one_reading_is_and_says_which(ex, loc, typed: str, shown: str) -> None:
+    result = check(ex, typed, loc)
+    assert result.status == "correct"
+    assert shown in text(result.html)
+
+
+@pytest.mark.parametrize(
+    ("loc", "typed", "shown"),
+    [
+        (ID, "12.345", "“12.345” bisa dibaca dua cara: 12345 (titik sebagai pemisah ribuan) atau 12,345 (titik "
+                       "sebagai tanda desimal). Tulis ulang tanpa titik, misalnya 12345 atau 12,345, sesuai yang Anda maksud."),
+        (ID, "80.860", "80860 (titik sebagai pemisah ribuan) atau 80,860"),
+        (ZH, "12,345", "“12,345”有两种读法：12345（逗号是千位分隔符）或 12.345（逗号是小数点）。请去掉逗号，"
+                       "写成你想表达的那个数，例如 12345 或 12.345。"),
+    ],
+)
+def test_text_read_two_ways_and_right_neither_way_is_invalid_naming_both(loc, typed: str, shown: str) -> None:
+    result = check(DAYS, typed, loc)
+    assert result.status == "invalid"
+    assert shown in text(result.html)
+    assert "97" not in text(result.html)  # the answer is not given away
+
+
+def test_one_reading_checks_as_before() -> None:
+    assert check(DAYS, "97,49", ID).status == "correct" and "dibaca" not in check(DAYS, "97,49", ID).html
+    assert check(DAYS, "97.49", ID).status == "correct"  # a lone point before two digits is decimal
+    assert check(DAYS, "97.490", ZH).status == "correct"  # a point is the Chinese decimal mark
+    assert check(DAYS, "80,860", ID).status == "incorrect"
+    assert check(GPUS, "1024", ID).status == "correct"
+    assert handle({"spec": "why.time_64", "unit": "days", "tolerance": "0.01", "typed": "97.490"}, ID)["status"] == "correct"
 
 
 def test_markup_typed_by_a_reader_comes_back_escaped_and_shortened() -> None:

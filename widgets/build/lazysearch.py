@@ -7,7 +7,8 @@ opened). On a 2-core machine that build competes with Pyodide's start for the CP
 first live widget came ~0.1 s later with it (bench/run.py, `first live widget / bare
 boot`). The built bundle is patched so that the `http(s)` case behaves like `file://`:
 the index is sent to the worker when the search toggle is first switched on (focusing
-the search box does that), and the first query waits for it. The JSON itself is fetched
+the search box does that), or at once on a page opened with a query (`?q=`), and the
+first query waits for it. The JSON itself is fetched
 then too: the `search.highlight` feature, which read it on every page, now reads it only
 on a page opened from a search result (`?h=` in the URL).
 
@@ -24,8 +25,11 @@ __all__ = ["defer_search_index"]
 
 # In Material 9.x, `setupSearchWorker`: merge(of(location.protocol !== "file:"),
 # watchToggle("search")) → the first true value sends the index to the worker.
+# A page opened with `?q=` (a shared search link: Material opens the search box with the
+# query) still needs the index at once, or the search it opens never answers.
 EAGER = '$(location.protocol!=="file:")'
-LAZY = "$(!1" + " " * (len(EAGER) - len("$(!1)")) + ")"
+LAZY = "$(/q=/.test(location.search)" + " " * (len(EAGER) - len("$(/q=/.test(location.search))")) + ")"
+assert len(LAZY) == len(EAGER)
 
 
 # `search.highlight` (Ai): combineLatest([index$, location with ?h=…]) subscribes to the

@@ -59,8 +59,11 @@ EXERCISE = re.compile(r"^(?P<indent>[ \t]*)```exercise[ \t]*\n" + _BODY + r"^(?P
 SOLUTION = re.compile(r"(?:[ \t]*\n)*(?P<indent>[ \t]*)\?\?\?\+?[ \t]+success\b")
 MACRO = re.compile(r"\{\{\s*(?P<name>[\w-]+)\.(?P<key>\w+)(?P<args>(?:\s+[\w-]+=[^\s}]+)*)\s*\}\}")
 SLOT = "WIDGETSLOT{:04d}X"
+# What i18n.tooltips never marks: fenced code, inline code, headings, front matter.
+PROSE_ONLY = re.compile(r"^```.*?^```|`[^`\n]*`|^#+ [^\n]*$|\A---\n.*?^---$", re.M | re.S)
 GLOSSARY_MARKER = re.compile(r"^[ \t]*<!--[ \t]*glossary[ \t]*-->[ \t]*$", re.M)
 TRANSLATE_PAGE = "translate.md"  # where the "not translated yet" banner sends readers
+NOTFOUND_HEADING = "<h1>404 - Not found</h1>"  # the content of Material's 404.html
 ALTERNATE = re.compile(r'<link rel="alternate" href="[^"]*" hreflang="[^"]*">\s*')
 _WHEELS: dict[str, Path] = {}  # source hash -> built wheel, for this process
 PACKAGES = ("calc", "widgets", "i18n", "markdown_math")  # as in pyproject.toml
@@ -82,6 +85,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         self._slots: dict[str, dict[str, str]] = {}
         self._glossary: Any = None
         self._fallback: dict[str, str] = {}  # src_uri -> the language the page is written in
+        self._notfound_page: str | None = None  # the default language's 404 page, this build
 
     # Why: translators' mistakes must stop the build with file, key and line.
     def on_config(self, config: Any) -> Any:
@@ -170,9 +174,38 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         written_in = getattr(page.file, "locale", None) or lang
         if written_in != lang:
             self._fallback[page.file.src_uri] = written_in
-        return self._glossary_markdown(markdown, page, written_in)
+        return self._glossary_markdown(markdown, page, written_in, config)
 
-    def _glossary_markdown(self, markdown: str, page: Any, lang: str) -> str:
+    # Why: a term is a keyboard stop only in the chapter about it (i18n.tooltips).
+    def on_nav(self, nav: Any, config: Any, files: Any) -> Any:
+        self._nav_order = [p.file for p in nav.pages]
+        self._main_page: dict[str, dict[str, str]] = {}
+        return nav
+
+    def _focusable_here(self, page: Any, lang: str) -> list[str]:
+        """The definitions whose terms this page uses more often than any other page (the
+        earlier page in the navigation on a tie; the home page, which names every idea in
+        passing, never), counted in the Markdown without code and headings, as
+        i18n.tooltips marks them. The first chapter names nearly every term once, so
+        "the first page that uses it" would put all the keyboard stops there."""
+        from collections import Counter
+
+        from i18n.glossary import abbreviations, term_pattern
+
+        if lang not in self._main_page:
+            abbrs = abbreviations(self._glossary, lang)
+            pattern = term_pattern(abbrs)
+            best: dict[str, tuple[int, str]] = {}
+            for file in getattr(self, "_nav_order", [])[1:]:
+                text = PROSE_ONLY.sub(" ", Path(file.abs_src_path).read_text(encoding="utf-8"))
+                uses = Counter(abbrs[m.group(0)] for m in pattern.finditer(text) if m.group(0) in abbrs)
+                for title, count in uses.items():
+                    if count > best.get(title, (0, ""))[0]:
+                        best[title] = (count, file.src_uri)
+            self._main_page[lang] = {title: uri for title, (_, uri) in best.items()}
+        return [title for title, uri in self._main_page[lang].items() if uri == page.file.src_uri]
+
+    def _glossary_markdown(self, markdown: str, page: Any, lang: str, config: Any) -> str:
         """Fill the glossary page's marker, or append the glossary's abbreviations."""
         from i18n.glossary import abbreviation_lines, render_glossary
 
@@ -183,6 +216,11 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             return GLOSSARY_MARKER.sub(lambda _: f"\n{table}\n", markdown)
         if self._glossary is None:
             return markdown
+        if any(file.src_uri == page.file.src_uri for file in getattr(self, "_nav_order", [])):
+            # MkDocs makes each page's Markdown instance from mdx_configs when it renders it.
+            config.mdx_configs["i18n.tooltips"] = {"focusable": self._focusable_here(page, lang)}
+        else:
+            config.mdx_configs.pop("i18n.tooltips", None)
         return f"{markdown.rstrip()}\n\n{abbreviation_lines(self._glossary, lang)}\n"
 
     def on_page_content(self, html: str, page: Any, config: Any, files: Any) -> str:
@@ -217,14 +255,43 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
 
     # Why: the 404 page is a template, not a page, and needs the same stylesheets and
     # accessibility fixes; MkDocs writes its links from the site root (it may be served
-    # at any depth), so these are too.
+    # at any depth), so these are too. A host serves this one page for any missing
+    # address, to a reader of either language: it says so in every language (the
+    # `notfound.*` strings), links each home page and opens its search. Every language's build
+    # writes it at the root, the last one winning: the default language's is kept (its
+    # chrome, at its root).
     def on_post_template(self, output: str, template_name: str, config: Any) -> str:
         if template_name != "404.html" or not self.config.enabled:
             return output
-        from urllib.parse import urlsplit
+        if self._prefix(config) and self._notfound_page is not None:
+            return self._notfound_page
+        if output.count(NOTFOUND_HEADING) != 1:
+            raise PluginError(f"Material's 404.html changed (no `{NOTFOUND_HEADING}`): "
+                              "update WidgetsPlugin.on_post_template for this Material version")
+        messages = self._notfound(config)
+        output = output.replace(NOTFOUND_HEADING, messages, 1)
+        title = locale(self._language(config), str(PROJECT / self.config.i18n_dir)).h("notfound.title")
+        output = re.sub(r"<title>", f"<title>{title} - ", output, count=1)
+        self._notfound_page = _site_chrome(output, _site_root_url(config))
+        return self._notfound_page
 
-        root = urlsplit(config.site_url or "/").path or "/"
-        return _site_chrome(output, root if root.endswith("/") else root + "/")
+    def _notfound(self, config: Any) -> str:
+        """The 404 page's content: one section per language, the page's own first."""
+        i18n, current = self._i18n(config), self._language(config)
+        default = i18n.default_language if i18n is not None else current
+        root, directory = _site_root_url(config), str(PROJECT / self.config.i18n_dir)
+        sections = []
+        for code in dict.fromkeys([current, default, *self._other_languages(config)]):
+            loc, home = locale(code, directory), root if code == default else f"{root}{code}/"
+            heading = "h1" if not sections else "h2"
+            # The page's own search box searches the page language's index only: the other
+            # languages' readers search from their home page.
+            search = "" if sections else f' <label class="md-button" for="__search">{loc.h("notfound.search")}</label>'
+            sections.append(
+                f'<section class="w-notfound" lang="{code}"><{heading}>{loc.h("notfound.title")}</{heading}>'
+                f'<p>{loc.h("notfound.text")}</p><p>'
+                f'<a class="md-button md-button--primary" href="{home}">{loc.h("notfound.home")}</a>{search}</p></section>')
+        return "".join(sections)
 
     # Why: the stylesheet belongs in <head>, the runtime's settings and module at the end.
     def on_post_page(self, output: str, page: Any, config: Any) -> str:
@@ -244,7 +311,7 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
             "stdlib": f"{root}{self._pyodide_path()}{self._stdlib().name}",
             "stallTimeoutMs": self.config.stall_timeout_ms,
             "files": self._runtime_files(),
-            "strings": {**{k: loc.t(f"runtime.{k}") for k in ("loading", "progress", "error")},
+            "strings": {**{k: loc.t(f"runtime.{k}") for k in ("loading", "progress", "pending", "error")},
                         "reasons": reasons},
             "exercise": {k: loc.t(f"exercise.{k}") for k in ("checking", "unavailable")},
         }
@@ -421,6 +488,14 @@ class WidgetsPlugin(BasePlugin[WidgetsConfig]):
         _WHEELS[key] = wheels[0]
         log.info(f"built {wheels[0].name}")
         return wheels[0]
+
+
+def _site_root_url(config: Any) -> str:
+    """The site root as a URL path (`/`, or site_url's path): where the 404 page links from."""
+    from urllib.parse import urlsplit
+
+    root = urlsplit(config.site_url or "/").path or "/"
+    return root if root.endswith("/") else root + "/"
 
 
 def _site_chrome(output: str, root: str) -> str:

@@ -41,7 +41,7 @@ CONTROLS = (
     Range("ranks", lo=2, hi=MAX_RANKS, step=1, default=4, integer=True, display="integer"),
     NumberChoice("size_bytes", tuple(SIZES), "1e9", radio=True, labels=SIZES),
     # 0 = before; 1..n−1 reduce-scatter; n..2(n−1) all-gather. The range fits 8 ranks;
-    # a step past the last one of a smaller ring shows the last step (and says so).
+    # for a smaller ring the slider ends at its last step (`limits`).
     Range("step", lo=0, hi=2 * (MAX_RANKS - 1), step=1, default=0, integer=True, display="integer"),
 )
 
@@ -86,6 +86,16 @@ def ring_walk(ranks: int) -> tuple[coll.RingStep, ...]:
 def shown_step(state: Mapping[str, Any]) -> int:
     """The ring step drawn: the control's value, at most the ring's last step."""
     return min(state["step"], len(ring_walk(state["ranks"])) - 1)
+
+
+def limits(state: Mapping[str, Any]) -> dict[str, float]:
+    """The step slider ends at this ring's last step, 2(n − 1)."""
+    return {"step": len(ring_walk(state["ranks"])) - 1}
+
+
+def inactive(state: Mapping[str, Any]) -> tuple[str, ...]:
+    """Only all-reduce is walked step by step; for the other operations the step does nothing."""
+    return () if state["op"] == "all_reduce" else ("step",)
 
 
 def compute(state: Mapping[str, Any]) -> dict[str, float]:
@@ -242,7 +252,7 @@ def _legend(items: Sequence[tuple[str, str]]) -> str:
 
 
 def _ring_part(state: Mapping[str, Any], f: Mapping[str, str], loc: Locale) -> str:
-    n, asked = state["ranks"], state["step"]
+    n = state["ranks"]
     walk = ring_walk(n)
     k = shown_step(state)
     step = walk[k]
@@ -269,8 +279,6 @@ def _ring_part(state: Mapping[str, Any], f: Mapping[str, str], loc: Locale) -> s
         desc = loc.t(t + "ring_desc_start", steps=f["steps"], vectors=vectors)
         legend = ""
     notes = [loc.t(t + "ring_complete", complete=loc.integer(complete), cells=loc.integer(cells), ranks=f["ranks"])]
-    if asked > k:
-        notes.append(loc.t(t + "ring_clamped", asked=loc.integer(asked), step=loc.integer(k)))
     return (f'<p class="w-fig-heading">{esc(heading)}</p>{_ring_svg(walk, k, n, loc, heading, desc)}'
             f'{legend}<p class="w-coll-note">{esc(" ".join(notes))}</p>')
 

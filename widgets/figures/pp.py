@@ -113,6 +113,11 @@ def _pairs(p: int, m: int) -> tuple[tuple[int, float, float], ...]:
     return tuple(pipeline.overlapped_spans(pp=p, microbatches=m, fwd=FWD, bwd=BWD, wgrad=WGRAD))
 
 
+def inactive(state: Mapping[str, Any]) -> tuple[str, ...]:
+    """v (chunks per GPU) belongs to the interleaved schedule only."""
+    return () if state["schedule"] == "interleaved" else ("chunks",)
+
+
 def _key(state: Mapping[str, Any]) -> tuple[int, int, str, int]:
     return int(state["stages"]), int(state["microbatches"]), state["schedule"], int(state["chunks"])
 

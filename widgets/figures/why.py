@@ -41,7 +41,10 @@ REAL_GPUS = tuple(key for key in GPUS if key != DEFAULT_GPU)
 DEFAULT_MFU = 0.40
 
 CONTROLS = (
-    Range("tokens", lo=50e9, hi=2e12, step=10e9, default=2e12, display="count"),
+    # Up to Llama 3's 15T training tokens (Meta, "The Llama 3 Herd of Models", 2024,
+    # section 3), so that the default, Llama 2's 2T (Touvron et al. 2023, Table 1), is a
+    # point the reader can move past in both directions.
+    Range("tokens", lo=50e9, hi=15e12, step=10e9, default=2e12, display="count"),
     MODEL,
     Choice("gpu", REAL_GPUS, "a100-80gb", labels={k: GPUS[k].name for k in REAL_GPUS}),
     Range("mfu", lo=0.1, hi=0.7, step=0.01, default=DEFAULT_MFU, display="fraction"),

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from .core import named_values
 from .escape import escape
 from .html import attrs, esc
-from .locale import Locale, NumberError, SUPERSCRIPT, plain_number
+from .locale import Locale, NumberError, Reading, SUPERSCRIPT, plain_number
 
 #: Output kinds (widgets.framework.spec.OUTPUT_KINDS) that are plain numbers: counts, ratios, fractions.
 DIMENSIONLESS = ("count", "integer", "number", "scientific", "exact", "exact_scientific", "ratio", "fraction")
@@ -223,23 +223,53 @@ def check(ex: Exercise, typed: str, loc: Locale) -> Result:
 
     The message never gives the answer away when it is wrong (only whether it is too
     high or too low); after a correct answer it shows calc's value in the page locale.
+    Text that reads two ways (`Locale.readings`: Indonesian 80.860 is 80860 by the
+    thousands rule, but most likely 80,86 typed with a point) is never silently read
+    one way: if exactly one reading is right, it is accepted and the message says how
+    the answer was read; otherwise the answer is invalid and the message names both.
     """
     text = str(typed).strip()
     if not text:
         return Result("invalid", _message("invalid", loc.h("exercise.empty")))
+    shown = text if len(text) <= TYPED_CHARS else text[: TYPED_CHARS - 1] + "…"
     try:
-        value = loc.parse_number(_without_unit(text, ex.unit, loc))
+        readings = loc.readings(_without_unit(text, ex.unit, loc))
     except NumberError:
-        shown = text if len(text) <= TYPED_CHARS else text[: TYPED_CHARS - 1] + "…"
         return Result("invalid", _message("invalid", loc.h("exercise.invalid", typed=shown)))
     try:
         answer = expected(ex)
     except ValueError:
         return Result("error", _message("error", loc.h("exercise.broken")))
+    if len(readings) > 1:
+        return _either(readings, answer, ex, shown, loc)
+    value = readings[0].value
     if matches(value, answer, ex.tolerance):
-        return Result("correct", _message("correct", loc.h("exercise.correct", value=quantity(answer, ex.unit, loc))))
+        return Result("correct", _message("correct", _praise(answer, ex, loc)))
     key = "exercise.too_high" if value > answer else "exercise.too_low"
     return Result("incorrect", _message("incorrect", loc.h(key)))
+
+
+def _either(readings: tuple[Reading, ...], answer: float, ex: Exercise, shown: str, loc: Locale) -> Result:
+    """The verdict on text with a thousands and a decimal reading (see `check`)."""
+    right = [r for r in readings if matches(r.value, answer, ex.tolerance)]
+    if len(right) == 1:
+        read = loc.h("exercise.read_as", typed=shown, reading=right[0].text)
+        return Result("correct", _message("correct", _sentences(_praise(answer, ex, loc), read)))
+    thousands, decimal = readings[0].text, readings[-1].text
+    return Result("invalid", _message("invalid", loc.h("exercise.ambiguous", typed=shown, thousands=thousands,
+                                                        decimal=decimal)))
+
+
+def _praise(answer: float, ex: Exercise, loc: Locale) -> str:
+    return loc.h("exercise.correct", value=quantity(answer, ex.unit, loc))
+
+
+def _sentences(*parts: str) -> str:
+    """Sentences in a row: a space after `.` or `!`, none after a full-width `。` (Chinese)."""
+    out = ""
+    for part in parts:
+        out += part if not out or out.endswith(("。", "！", "？")) else " " + part
+    return out
 
 
 def matches(value: float, answer: float, tolerance: float) -> bool:

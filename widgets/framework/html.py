@@ -69,25 +69,30 @@ def control_value_text(widget: str, control: Control, value: Any, loc: Locale) -
     return loc.t("units.on") if value else loc.t("units.off")
 
 
-def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str, Any], loc: Locale) -> str:
+def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str, Any], loc: Locale, *,
+                  inactive: tuple[str, ...] = (), limits: Mapping[str, float] | None = None) -> str:
     """The form controls, native and labelled, holding `state`: disabled until the
     browser runtime enables them, so that a page read without JavaScript offers no
-    control that would change nothing; a <noscript> note says so."""
+    control that would change nothing; a <noscript> note says so. A control that does
+    nothing in this state (`inactive`) is marked `data-inactive` and stays disabled; a
+    slider's upper end may depend on the state (`limits`)."""
     rows = []
+    limits = limits or {}
     for c in controls:
         label = esc(control_label(widget, c, loc))
         cid = f"w-{widget}-{c.name}"
         value = state[c.name]
+        off = c.name in inactive
         if isinstance(c, Range):
             field = (
-                f"<input{attrs(type='range', id=cid, name=c.name, min=plain_number(c.lo), max=plain_number(c.hi), step=plain_number(c.step), value=plain_number(value), disabled=True)}>"
+                f"<input{attrs(type='range', id=cid, name=c.name, min=plain_number(c.lo), max=plain_number(limits.get(c.name, c.hi)), step=plain_number(c.step), value=plain_number(value), disabled=True, data_inactive=off)}>"
                 f"<output{attrs(for_=cid, data_label=c.name)}>{esc(control_value_text(widget, c, value, loc))}</output>"
             )
-            rows.append(f'<div class="w-control w-range"><label for="{cid}">{label}</label>{field}</div>')
+            rows.append(f'<div class="w-control w-range"{attrs(data_inactive=off)}><label for="{cid}">{label}</label>{field}</div>')
         elif isinstance(c, Number):
             # A text field (not type=number, which refuses `8G`); Python reads the text.
             field = (
-                f"<input{attrs(type='text', id=cid, name=c.name, value=c.text(value), inputmode=c.inputmode, spellcheck='false', autocomplete='off', autocapitalize='off', disabled=True)}>"
+                f"<input{attrs(type='text', id=cid, name=c.name, value=c.text(value), inputmode=c.inputmode, spellcheck='false', autocomplete='off', autocapitalize='off', disabled=True, data_inactive=off)}>"
                 f"<output{attrs(for_=cid, data_label=c.name)}>{esc(control_value_text(widget, c, value, loc))}</output>"
             )
             rows.append(f'<div class="w-control w-number"><label for="{cid}">{label}</label>{field}</div>')
@@ -96,28 +101,44 @@ def controls_html(widget: str, controls: tuple[Control, ...], state: Mapping[str
                 f"<option{attrs(value=o, selected=o == value)}>{esc(option_label(widget, c, o, loc))}</option>"
                 for o in c.options
             )
-            rows.append(f'<div class="w-control w-select"><label for="{cid}">{label}</label><select{attrs(id=cid, name=c.name, disabled=True)}>{options}</select></div>')
+            rows.append(f'<div class="w-control w-select"{attrs(data_inactive=off)}><label for="{cid}">{label}</label><select{attrs(id=cid, name=c.name, disabled=True, data_inactive=off)}>{options}</select></div>')
         elif isinstance(c, Choice):
             options = "".join(
-                f"<label><input{attrs(type='radio', name=c.name, value=o, checked=o == value, disabled=True)}> {esc(option_label(widget, c, o, loc))}</label>"
+                f"<label><input{attrs(type='radio', name=c.name, value=o, checked=o == value, disabled=True, data_inactive=off)}> {esc(option_label(widget, c, o, loc))}</label>"
                 for o in c.options
             )
-            rows.append(f'<fieldset class="w-control w-radio"><legend>{label}</legend>{options}</fieldset>')
+            rows.append(f'<fieldset class="w-control w-radio"{attrs(data_inactive=off)}><legend>{label}</legend>{options}</fieldset>')
         else:
             rows.append(
-                f'<div class="w-control w-toggle"><label><input{attrs(type="checkbox", name=c.name, value="1", checked=bool(value), disabled=True)}> {label}</label></div>'
+                f'<div class="w-control w-toggle"{attrs(data_inactive=off)}><label><input{attrs(type="checkbox", name=c.name, value="1", checked=bool(value), disabled=True, data_inactive=off)}> {label}</label></div>'
             )
     note = f'<noscript><p class="w-noscript">{esc(loc.t("runtime.noscript"))}</p></noscript>'
     return f'<form class="w-controls" autocomplete="off">{"".join(rows)}{note}</form>'
 
 
+# Figures drawn too densely for larger text on a phone (labels packed in small boxes,
+# long one-line notes): there they keep a minimum width and scroll sideways (widgets.css)
+# instead of shrinking their text under 11 px. Every other figure gets larger text there.
+PHONE_SCROLL = frozenset({
+    "w-hw-tree", "w-tp-mlp", "w-pp-timeline", "w-bw-bars", "w-dp-ring", "w-saved-terms",
+    "w-precision-scaling", "w-precision-recipes", "w-mfu-bars", "w-zero-mem",
+})
+
+
 def svg(ident: str, width: int, height: int, body: str, title: str, desc: str) -> str:
-    """An accessible, scalable SVG: role=img, labelled by its title and description."""
-    return (
+    """An accessible, scalable SVG: role=img, labelled by its title and description. A
+    figure of PHONE_SCROLL sits in a wrapper that scrolls on a phone: a tab stop (a region
+    that scrolls must be reachable by keyboard), named by the figure's title; on a wider
+    screen it is `display: contents`, neither a box nor a tab stop."""
+    figure = (
         f'<svg class="w-figure" viewBox="0 0 {width} {height}" role="img"'
         f' aria-labelledby="{ident}-t {ident}-d" xmlns="http://www.w3.org/2000/svg">'
         f'<title id="{ident}-t">{esc(title)}</title><desc id="{ident}-d">{esc(desc)}</desc>{body}</svg>'
     )
+    if ident not in PHONE_SCROLL:
+        return figure
+    return (f'<div class="w-fig-scroll" data-fig="{ident}" tabindex="0" role="group"'
+            f' aria-labelledby="{ident}-t">{figure}</div>')
 
 
 def line_label(x: float, y: float, text: str, width: float, cls: str = "w-fig-note") -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .escape import escape
@@ -43,6 +44,15 @@ def fill(template: str, params: Mapping[str, Any]) -> str:
 
 class NumberError(ValueError):
     """Text that is not a number a reader could mean (empty, letters, markup, NaN, ∞)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way to read typed text: its value, and the number written so that it reads
+    only this way in the locale (80860 or 80,860 for an Indonesian 80.860)."""
+
+    value: float
+    text: str
 
 
 def plain_number(value: float) -> str:
@@ -110,7 +120,39 @@ class Locale:
         ``0.47`` still means 0.47. With both marks, the last one is the decimal mark and
         the other must group by threes (``1.234,5`` and ``1,234.5`` are both 1234.5).
         Raises `NumberError` for anything else, and for NaN and infinities.
+        `readings` says when the three-digit rule may not be what the reader meant.
         """
+        match = self._match(text)
+        power = match["e"] or match["p"]
+        mantissa = self._mantissa(match["mantissa"], text, scientific=power is not None)
+        exponent = int(power or 0)
+        try:
+            value = float(f"{match['sign']}{mantissa}e{exponent}")
+        except (ValueError, OverflowError):
+            raise NumberError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise NumberError(f"not a finite number: {text!r}")
+        return value
+
+    def readings(self, text: str) -> tuple[Reading, ...]:
+        """Every number the reader may have meant by `text`: one, as `parse_number` reads
+        it, or two when a lone group mark is followed by exactly three digits (`1.024` or
+        `80.860` in Indonesian, `80,860` in Chinese): the thousands reading first, then
+        the decimal one, which the other languages' readers (or a slip) may have meant.
+        Raises `NumberError` as `parse_number` does."""
+        value = self.parse_number(text)
+        match = self._match(text)
+        mantissa = match["mantissa"]
+        whole, _, fraction = mantissa.partition(self.group)
+        grouped = [c for c in mantissa if c in ".,"] == [self.group] and not (match["e"] or match["p"])
+        if not grouped or self._mantissa(mantissa, text) != whole + fraction:  # not read as thousands
+            return (Reading(value, text.strip()),)
+        sign = "-" if match["sign"] == "-" else ""
+        return (Reading(value, f"{sign}{whole}{fraction}"),
+                Reading(float(f"{sign}{whole}.{fraction}"), f"{sign}{whole}{self.decimal}{fraction}"))
+
+    def _match(self, text: str) -> re.Match[str]:
+        """`text` without spaces, in ASCII marks, split into sign, mantissa and exponent."""
         if not isinstance(text, str) or len(text) > 80:
             raise NumberError(f"not a number: {text!r}")
         plain = _SUPERSCRIPT_RUN.sub(lambda m: "^" + m.group().translate(_SUPERSCRIPT_DIGITS), text)
@@ -124,16 +166,7 @@ class Locale:
         )
         if not match:
             raise NumberError(f"not a number: {text!r}")
-        power = match["e"] or match["p"]
-        mantissa = self._mantissa(match["mantissa"], text, scientific=power is not None)
-        exponent = int(power or 0)
-        try:
-            value = float(f"{match['sign']}{mantissa}e{exponent}")
-        except (ValueError, OverflowError):
-            raise NumberError(f"not a number: {text!r}") from None
-        if not math.isfinite(value):
-            raise NumberError(f"not a finite number: {text!r}")
-        return value
+        return match
 
     def _mantissa(self, text: str, original: str, scientific: bool = False) -> str:
         """``digits[.digits]`` from digits with this locale's (or the other) marks; before
@@ -248,18 +281,53 @@ class Locale:
         return self.t("units.second", value=self.sig(value))
 
     def count(self, value: float) -> str:
-        """A large count with the locale's word scale: 6,74 miliar / 67.4 亿."""
+        """A count with the locale's word scale, by one rule in every language.
+
+        Below the smallest scale (Indonesian juta, 10⁶; Chinese 万, 10⁴) a count is exact
+        and reads as `integer` writes it: 524.288, 8,192. From there on it has three
+        significant digits, trailing zeros dropped, whatever its scale: 1,01 triliun /
+        6,74 miliar / 50,6 juta / 202 juta, and 4.53 亿 / 67.4 亿 / 419 万 / 5060 万. The
+        scaled number is never grouped: it has at most four integer digits (only 万 goes
+        past 999), and four digits are not grouped (5060 万, as Chinese writes it, not
+        5,060 万). A count that rounds up to the next scale takes it: 999,6 juta is
+        1 miliar, 9996 万 is 1 亿.
+        """
+        smallest = self.count_scales[-1][0] if self.count_scales else math.inf
+        if abs(round(value)) < smallest:
+            return self.integer(value)
+        rounded = float(f"{value:.3g}")
         for scale, word in self.count_scales:
-            if abs(value) >= scale:
-                return f"{self._trim(self.sig(value / scale))} {word}"
-        return self.integer(value)
+            if abs(rounded) >= scale:
+                return f"{self._significant3(rounded / scale)} {word}"
+        return self.integer(value)  # unreachable: `rounded` is at least `smallest`
+
+    def _significant3(self, value: float) -> str:
+        """A number from 1 to 9999 already rounded to three significant digits, ungrouped:
+        6,74 / 67,4 / 202 / 5060."""
+        decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+        return self._trim(f"{value:.{decimals}f}".replace(".", self.decimal))
 
     def ratio(self, value: float) -> str:
         """About three significant digits: 1,35× / 1,5× / 0,0534×."""
         return self.t("units.ratio", value=self.sig(value))
 
     def percent(self, fraction: float) -> str:
-        return self.t("units.percent", value=self.fixed(fraction * 100, 1))
+        """A share with one decimal, 42,9%, that never rounds to a false 0 or 100: zero
+        reads 0%, a nonzero share under 0,05% reads < 0,1% (> -0,1% below zero), one
+        short of 100% that would round to it reads > 99,9%. The sign is joined to the
+        number by a no-break space, so a line never ends in a bare < or >."""
+        share = fraction * 100
+        if share == 0:
+            return self.t("units.percent", value="0")
+        shown = f"{share:.1f}"  # what one decimal would print, to catch exactly its false 0 and 100
+        if shown in ("0.0", "-0.0"):
+            return self._bound("<" if share > 0 else ">", 0.1 if share > 0 else -0.1)
+        if shown == "100.0" and share < 100:
+            return self._bound(">", 99.9)
+        return self.t("units.percent", value=self.fixed(share, 1))
+
+    def _bound(self, sign: str, share: float) -> str:
+        return f"{sign}\u00a0{self.t('units.percent', value=self.fixed(share, 1))}"
 
     def _trim(self, text: str) -> str:
         """Drop trailing zeros after the decimal mark: 2,00 → 2; 6,50 → 6,5."""

@@ -305,6 +305,39 @@ def parse_state(controls: tuple[Control, ...], raw: Mapping[str, Any]) -> dict[s
     return state
 
 
+def parse_link_state(controls: tuple[Control, ...], raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[StateError]]:
+    """A state from a link (the URL fragment), keeping what is valid: every key that is
+    unknown, malformed, out of range or between a slider's steps is left out (its control
+    keeps its default) and reported, all of them, not only the first. A value between
+    steps is refused rather than rounded: the slider could not hold it, and a figure for a
+    value the controls cannot show would disagree with them at the next move."""
+    aliases = {a: c for c in controls if isinstance(c, Number) for a in c.aliases}
+    known = {c.name for c in controls} | set(aliases)
+    problems = [StateError("errors.unknown", control=_show(key)) for key in raw if key not in known]
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in known:
+            continue
+        control = aliases.get(key) or next(c for c in controls if c.name == key)
+        try:
+            parsed = control.parse_alias(key, value) if key in aliases else control.parse(value)
+            if isinstance(control, Range) and not on_step(control, parsed):
+                raise StateError("errors.step", control=control.name, value=_show(value),
+                                 step=plain_number(control.step), lo=plain_number(control.lo))
+        except StateError as error:
+            problems.append(error)
+            continue
+        kept[control.name] = parsed
+    return {**defaults(controls), **kept}, problems
+
+
+def on_step(control: Range, value: float) -> bool:
+    """Whether a slider can hold `value`: lo + k·step for a whole k (to 1e-9 of a step,
+    so that 0.01 + 14 × 0.01 counts as 0.15)."""
+    k = (value - control.lo) / control.step
+    return abs(k - round(k)) <= 1e-9 * max(1.0, abs(k))
+
+
 def canonical(controls: tuple[Control, ...], state: Mapping[str, Any]) -> dict[str, str]:
     """The state as the strings a form would hold: `2000000000000`, `llama2-7b`, `1`."""
     out = {}

@@ -10,6 +10,7 @@ const inflight = new Map(); // widget name -> {id, state}
 const queued = new Map(); // widget name -> latest state not yet sent
 const latest = new Map(); // widget name -> JSON of the last state requested
 const fromUrl = new Set(); // widgets whose request came from the URL fragment
+const pendingLabels = new Map(); // widget name -> the <output> labels showing "loading"
 let worker = null;
 let booting = null;
 let ready = false;
@@ -24,9 +25,34 @@ function setStatus(root, status, message = "") {
 }
 
 // The controls are pre-rendered disabled, so that without JavaScript the page does not
-// offer sliders that change nothing (a <noscript> note says why); this runtime enables them.
+// offer sliders that change nothing (a <noscript> note says why); this runtime enables
+// them, except those that do nothing in the current state (`data-inactive`, from Python).
 function setControlsDisabled(root, disabled) {
-  for (const el of root.querySelectorAll("input[name], select[name]")) el.disabled = disabled;
+  for (const el of root.querySelectorAll("input[name], select[name]")) {
+    el.disabled = disabled || el.hasAttribute("data-inactive");
+  }
+}
+
+// Python says which controls do nothing in this state (the pipeline's v outside
+// interleaving) and where a slider ends (the ring's last step): {inactive, limits}.
+function applyControlRules(root, inactive, limits) {
+  for (const el of root.querySelectorAll("input[name], select[name]")) {
+    const off = inactive.includes(el.name);
+    el.toggleAttribute("data-inactive", off);
+    el.disabled = off;
+    const row = el.closest(".w-control");
+    if (row) row.toggleAttribute("data-inactive", off);
+    if (el.type === "range" && el.name in limits) el.max = String(limits[el.name]);
+  }
+}
+
+// Only what a reader can change goes into the URL: not the controls that do nothing.
+function withoutInactive(state, inactive) {
+  return Object.fromEntries(Object.entries(state).filter(([key]) => !inactive.includes(key)));
+}
+
+function defaultState(root) {
+  return Object.fromEntries(new URLSearchParams(root.dataset.defaults));
 }
 
 // The state of a widget as the strings its controls hold (checkbox: 1 or 0).
@@ -116,7 +142,10 @@ function flushHash() {
   // not have been handled yet, and writing now would replace it with the older state.
   if (location.hash !== hashWhenScheduled) return;
   const fragment = urlFragment();
-  if (fragment !== location.hash) history.replaceState(history.state, "", fragment || location.pathname + location.search);
+  // The history entry keeps the states too, so that Back after a preset link (a new entry)
+  // brings the figure back to what this entry showed (see popstate below).
+  const entry = { ...(history.state || {}), dtbookWidgets: Object.fromEntries(urlStates) };
+  history.replaceState(entry, "", fragment !== location.hash ? fragment || location.pathname + location.search : location.href);
   // The language switcher keeps the reader on the same widget state.
   for (const link of document.querySelectorAll("a[hreflang]")) {
     link.href = link.href.split("#")[0] + fragment;
@@ -138,7 +167,8 @@ function send(name, state) {
   }
   const id = nextId++;
   inflight.set(name, { id, state });
-  worker.postMessage({ type: "render", id, widget: name, state, lang: config.lang });
+  // A state from the URL is read leniently: Python keeps what is valid and lists the rest.
+  worker.postMessage({ type: "render", id, widget: name, state, lang: config.lang, link: fromUrl.has(name) });
 }
 
 function apply(reply) {
@@ -157,16 +187,29 @@ function apply(reply) {
   }
   if (reply.fatal) {
     setStatus(root, "error", config.strings.error.replace("{reason}", reply.fatal));
+  } else if (!reply.ok) {
+    // A value Python refuses (a typed size it cannot read): the figure keeps showing the
+    // last valid state, and the message says what to fix.
+    region(root, "problem").innerHTML = reply.html;
+    root.dataset.revision = String(Number(root.dataset.revision) + 1);
   } else {
+    const first = Number(root.dataset.revision) === 0;
     region(root, "output").innerHTML = reply.html;
-    if (reply.ok) {
-      if (fromUrl.delete(name)) writeState(root, reply.state);
-      for (const [control, text] of Object.entries(reply.labels)) {
-        const out = root.querySelector(`output[data-label="${CSS.escape(control)}"]`);
-        if (out) out.textContent = text;
-      }
-      writeHash(name, reply.state);
+    region(root, "problem").innerHTML = reply.problems; // what a link asked for that was left out
+    // The rules first: a slider clamps a value beyond its current max.
+    applyControlRules(root, reply.inactive, reply.limits);
+    if (fromUrl.delete(name)) writeState(root, reply.state);
+    for (const [control, text] of Object.entries(reply.labels)) {
+      const out = root.querySelector(`output[data-label="${CSS.escape(control)}"]`);
+      if (out) out.textContent = text;
     }
+    pendingLabels.delete(name);
+    delete root.dataset.pending;
+    writeHash(name, withoutInactive(reply.state, reply.inactive));
+    // A screen reader hears the sentence that states the result, not the whole figure;
+    // not at the first render, which only repeats what the page already says.
+    const sentence = region(root, "output").querySelector(".w-sentence");
+    if (!first) region(root, "live").textContent = sentence ? sentence.textContent : "";
     root.dataset.revision = String(Number(root.dataset.revision) + 1);
   }
 }
@@ -183,6 +226,13 @@ function failAll(text) {
   for (const root of roots) {
     setStatus(root, "error", config.strings.error.replace("{reason}", text));
     setControlsDisabled(root, true); // nothing would answer them: the figure stays as rendered
+    if (root.dataset.pending) {
+      // Controls moved while loading go back to what the pre-rendered figure shows.
+      root.querySelector("form.w-controls").reset();
+      for (const out of pendingLabels.get(root.dataset.widget) || []) out.textContent = out.dataset.was;
+      pendingLabels.delete(root.dataset.widget);
+      delete root.dataset.pending;
+    }
   }
 }
 
@@ -196,6 +246,8 @@ function showProgress(loaded, total) {
   const percent = new Intl.NumberFormat(config.lang, { style: "percent" }).format(step / 10);
   const text = config.strings.progress.replace("{percent}", percent);
   for (const root of roots) if (root.dataset.status === "loading") setStatus(root, "loading", text);
+  const chip = config.strings.pending.replace("{percent}", percent);
+  for (const labels of pendingLabels.values()) for (const out of labels) out.textContent = chip;
 }
 let shownStep = -1;
 
@@ -257,10 +309,11 @@ function boot() {
       for (const root of roots) {
         const name = root.dataset.widget;
         setStatus(root, "ready");
-        // Re-render what the controls hold now (the browser may have restored a form),
-        // or the state a shared link carries.
-        if (hashStates.has(name)) fromUrl.add(name);
-        send(name, hashStates.get(name) || readState(root));
+        // Re-render what the controls hold now (the browser may have restored a form, or
+        // the reader moved one while Python loaded), or else the state a shared link carries.
+        const useLink = hashStates.has(name) && !root.dataset.pending;
+        if (useLink) fromUrl.add(name);
+        send(name, useLink ? hashStates.get(name) : readState(root));
       }
     },
     (error) => {
@@ -271,27 +324,90 @@ function boot() {
   return booting;
 }
 
+// A control moved before Python is there: its label says so where the reader is looking
+// (not the old value beside the new thumb), the figure is marked as not yet updated, and
+// the boot then renders what the controls hold (so the newest value is the one applied).
+function markPending(root, control) {
+  const name = root.dataset.widget;
+  const out = control && control.name ? root.querySelector(`output[data-label="${CSS.escape(control.name)}"]`) : null;
+  root.dataset.pending = "1";
+  if (!out) return;
+  if (!pendingLabels.has(name)) pendingLabels.set(name, new Set());
+  if (!pendingLabels.get(name).has(out)) out.dataset.was = out.textContent;
+  pendingLabels.get(name).add(out);
+  const percent = shownStep < 0 ? "" : new Intl.NumberFormat(config.lang, { style: "percent" }).format(shownStep / 10);
+  out.textContent = config.strings.pending.replace("{percent}", percent).trim();
+}
+
 function onInput(event) {
   const root = event.target.closest("[data-widget]");
   if (!root) return;
   boot();
-  if (root.dataset.status !== "ready") return; // the boot sends the current state itself
+  if (root.dataset.status !== "ready") {
+    if (root.dataset.status === "loading") markPending(root, event.target);
+    return; // the boot sends the current state itself
+  }
   const state = readState(root);
   const name = root.dataset.widget;
   if (latest.get(name) === JSON.stringify(state)) return; // input and change both fire
   send(name, state);
 }
 
+// Where the reader is, for the page in the other language: the widget nearest the top of
+// the view and how far down the view it sits (sessionStorage of this tab only).
+const RETURN_KEY = "dtbook-return";
+function rememberPlace(link) {
+  let best = null;
+  for (const root of roots) {
+    const top = root.getBoundingClientRect().top;
+    if (top < innerHeight && (best === null || Math.abs(top) < Math.abs(best.top))) best = { name: root.dataset.widget, top };
+  }
+  try {
+    if (best) sessionStorage.setItem(RETURN_KEY, JSON.stringify({ path: new URL(link.href).pathname, widget: best.name, top: best.top }));
+  } catch {
+    // storage refused (private mode): the other page opens at the widget the URL names
+  }
+}
+
 for (const kind of ["pointerdown", "keydown"]) {
   document.addEventListener(kind, (event) => {
-    if (event.target instanceof Element && event.target.closest("a[hreflang]")) flushHash();
+    const link = event.target instanceof Element ? event.target.closest("a[href]") : null;
+    if (!link) return;
+    if (link.matches("a[hreflang]")) rememberPlace(link);
+    // a language link, or a preset (a new history entry): the entry left keeps its state
+    if (link.matches("a[hreflang]") || link.getAttribute("href").startsWith("#")) flushHash();
   }, true);
 }
 window.addEventListener("pagehide", flushHash);
 document.addEventListener("visibilitychange", flushHash);
 
+// Back and Forward: an entry this page wrote carries its widget states (flushHash); a
+// widget it does not list shows the URL's state or its defaults (a preset link made a new
+// entry, and Back returns to the figure as it was before the preset).
+let poppedHash = null;
+window.addEventListener("popstate", (event) => {
+  const saved = event.state && event.state.dtbookWidgets;
+  if (!saved || !ready) return;
+  cancelHashWrite();
+  poppedHash = location.hash; // the hashchange that follows is this same navigation
+  const hashStates = parseHash();
+  for (const root of roots) {
+    const name = root.dataset.widget;
+    const state = saved[name] || hashStates.get(name) || defaultState(root);
+    urlStates.delete(name);
+    fromUrl.add(name);
+    latest.delete(name);
+    send(name, state);
+  }
+});
+
 // A link to a widget state (e.g. a preset: href="#parallel3d.dp=16&...") applies it.
 window.addEventListener("hashchange", () => {
+  if (poppedHash !== null && poppedHash === location.hash) {
+    poppedHash = null;
+    return;
+  }
+  poppedHash = null;
   const states = parseHash();
   if (states.size === 0) return;
   cancelHashWrite(); // the new URL wins over a pending write; the update re-schedules it
@@ -312,6 +428,35 @@ for (const root of roots) {
   root.addEventListener("change", onInput);
   root.addEventListener("submit", (event) => event.preventDefault());
   for (const kind of ["pointerdown", "focusin", "keydown"]) root.addEventListener(kind, () => boot(), { once: true });
+}
+
+// Open at the widget the reader was on in the other language, or at the first widget a
+// shared link names; not on a reload or Back, where the browser restores the scroll.
+function scrollToWidget() {
+  const navigation = performance.getEntriesByType("navigation")[0];
+  if (navigation && navigation.type !== "navigate") return;
+  let place = null;
+  try {
+    place = JSON.parse(sessionStorage.getItem(RETURN_KEY) || "null");
+    sessionStorage.removeItem(RETURN_KEY);
+  } catch {
+    place = null;
+  }
+  const states = parseHash();
+  if (place && place.path === location.pathname && byName.has(place.widget)) {
+    const root = byName.get(place.widget);
+    window.scrollBy(0, root.getBoundingClientRect().top - Math.max(0, Math.min(place.top, innerHeight / 2)));
+    return;
+  }
+  const named = roots.find((root) => states.has(root.dataset.widget));
+  if (!named) return;
+  const header = document.querySelector(".md-header");
+  const below = header ? header.getBoundingClientRect().bottom : 0; // the sticky header
+  window.scrollTo(0, scrollY + named.getBoundingClientRect().top - below - 8);
+}
+scrollToWidget();
+if (!(history.state && history.state.dtbookWidgets)) {
+  history.replaceState({ ...(history.state || {}), dtbookWidgets: {} }, "", location.href);
 }
 
 // Boot when a widget comes into view, or at once when the URL carries a widget state.

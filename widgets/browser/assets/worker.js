@@ -202,7 +202,7 @@ self.onmessage = async (event) => {
   }
   if (message.type === "render") {
     try {
-      const reply = JSON.parse(call(JSON.stringify({ widget: message.widget, state: message.state, lang: message.lang })));
+      const reply = JSON.parse(call(JSON.stringify({ widget: message.widget, state: message.state, lang: message.lang, link: message.link === true })));
       self.postMessage({ type: "result", id: message.id, ...reply });
     } catch (error) {
       self.postMessage({ type: "result", id: message.id, fatal: errorText(error) });
