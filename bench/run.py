@@ -144,9 +144,7 @@ def measure(browser, base: str, site: Path, runs: int, moves: int, links=LINKS) 
         context.add_init_script(FIRST_LIVE_JS)
         page = context.new_page()
         first_live_s(page, base + CHAPTER + "#why.tokens=2000000000000")
-        deadline = time.monotonic() + 30
-        while not page.evaluate(SNAPSHOT_STORED) and time.monotonic() < deadline:
-            page.wait_for_timeout(100)
+        wait_for_snapshot(page, 30)
         seconds = first_live_s(page, base + NEXT_CHAPTER)
         if page.evaluate("document.documentElement.dataset.pyodideBoot") == "snapshot":
             revisit.append(seconds)
@@ -197,9 +195,7 @@ def first_visit(browser, site: Path, runs: int, links=LINKS) -> dict[str, list[d
                 live = first_live_s(page, base + CHAPTER + "#why.tokens=2000000000000")
                 page.wait_for_load_state("networkidle")
                 sent, responses = server.reset_counts()
-                deadline = time.monotonic() + 60
-                while not page.evaluate(SNAPSHOT_STORED) and time.monotonic() < deadline:
-                    page.wait_for_timeout(100)
+                wait_for_snapshot(page, 60)
                 server.reset_counts()
                 next_live = first_live_s(page, base + NEXT_CHAPTER)
                 page.wait_for_load_state("networkidle")
@@ -251,6 +247,14 @@ def planner_latency(browser, base: str, site: Path, runs: int) -> list[float]:
     out = [page.evaluate(PLANNER_JS, 151 + i) for i in range(max(3, runs))]
     context.close()
     return out
+
+
+def wait_for_snapshot(page, seconds: float) -> None:
+    """Until the worker has stored its memory snapshot (Cache Storage has no event to
+    wait on), at most `seconds`: the next chapter then boots from it."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(SNAPSHOT_STORED) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
 
 
 # Whether the worker has stored its memory snapshot yet (worker.js, Cache Storage).

@@ -282,14 +282,20 @@ def defaults(controls: tuple[Control, ...]) -> dict[str, Any]:
     return {c.name: c.default for c in controls}
 
 
+def _names(controls: tuple[Control, ...]) -> tuple[dict[str, Number], set[str]]:
+    """The older names a typed field still answers to (alias -> its control), and every
+    key a state may carry."""
+    aliases = {a: c for c in controls if isinstance(c, Number) for a in c.aliases}
+    return aliases, {c.name for c in controls} | set(aliases)
+
+
 def parse_state(controls: tuple[Control, ...], raw: Mapping[str, Any]) -> dict[str, Any]:
     """Validate `raw` (strings from a form or URL, or plain values) against `controls`.
 
     Missing controls take their default; an unknown key or a bad value raises
     `StateError` naming the control, so the reader sees what to fix.
     """
-    aliases = {a: c for c in controls if isinstance(c, Number) for a in c.aliases}
-    known = {c.name for c in controls} | set(aliases)
+    aliases, known = _names(controls)
     for key in raw:
         if key not in known:
             raise StateError("errors.unknown", control=_show(key))
@@ -311,8 +317,7 @@ def parse_link_state(controls: tuple[Control, ...], raw: Mapping[str, Any]) -> t
     keeps its default) and reported, all of them, not only the first. A value between
     steps is refused rather than rounded: the slider could not hold it, and a figure for a
     value the controls cannot show would disagree with them at the next move."""
-    aliases = {a: c for c in controls if isinstance(c, Number) for a in c.aliases}
-    known = {c.name for c in controls} | set(aliases)
+    aliases, known = _names(controls)
     problems = [StateError("errors.unknown", control=_show(key)) for key in raw if key not in known]
     kept: dict[str, Any] = {}
     for key, value in raw.items():

@@ -119,9 +119,9 @@ function urlFragment() {
     ? location.hash.slice(1).split("&").filter((p) => p && !Array.from(urlStates.keys()).some((n) => p.startsWith(`${n}.`)))
     : [];
   for (const [name, state] of urlStates) {
-    const defaults = new URLSearchParams(byName.get(name).dataset.defaults);
+    const defaults = defaultState(byName.get(name));
     for (const [key, value] of Object.entries(state)) {
-      if (defaults.get(key) !== value) keep.push(`${name}.${key}=${encodeURIComponent(value)}`);
+      if (defaults[key] !== value) keep.push(`${name}.${key}=${encodeURIComponent(value)}`);
     }
   }
   return keep.length ? `#${keep.join("&")}` : "";
@@ -243,13 +243,18 @@ function showProgress(loaded, total) {
   const step = Math.min(10, Math.floor((10 * loaded) / total));
   if (step === shownStep) return;
   shownStep = step;
-  const percent = new Intl.NumberFormat(config.lang, { style: "percent" }).format(step / 10);
+  const percent = progressPercent();
   const text = config.strings.progress.replace("{percent}", percent);
   for (const root of roots) if (root.dataset.status === "loading") setStatus(root, "loading", text);
   const chip = config.strings.pending.replace("{percent}", percent);
   for (const labels of pendingLabels.values()) for (const out of labels) out.textContent = chip;
 }
 let shownStep = -1;
+
+// The progress shown so far, in the page language ("" before any byte has been counted).
+function progressPercent() {
+  return shownStep < 0 ? "" : new Intl.NumberFormat(config.lang, { style: "percent" }).format(shownStep / 10);
+}
 
 function boot() {
   if (booting) return booting;
@@ -335,8 +340,7 @@ function markPending(root, control) {
   if (!pendingLabels.has(name)) pendingLabels.set(name, new Set());
   if (!pendingLabels.get(name).has(out)) out.dataset.was = out.textContent;
   pendingLabels.get(name).add(out);
-  const percent = shownStep < 0 ? "" : new Intl.NumberFormat(config.lang, { style: "percent" }).format(shownStep / 10);
-  out.textContent = config.strings.pending.replace("{percent}", percent).trim();
+  out.textContent = config.strings.pending.replace("{percent}", progressPercent()).trim();
 }
 
 function onInput(event) {
